@@ -1,0 +1,183 @@
+/**
+ * The itinerary table: the one source of truth for phase order, descriptions, step numbers, which
+ * clusters a phase touches, whether it waits, and how soon a waiting phase is polled again.
+ * The runner, the status, the relay's requeue delays, the CLI and the Serverless function list all
+ * read this table; nothing else lists phases.
+ */
+
+/** Which cluster a phase acts on: source, destination, or host (where the DVM object lives). */
+export type ClusterRole = "source" | "destination" | "host";
+
+export interface PhaseSpec {
+  /** Human-readable sentence, copied into status.phaseDescription. */
+  readonly description: string;
+  /** A wait phase polls a condition: it returns "not yet" and is driven again by an event or a requeue. */
+  readonly waits: boolean;
+  readonly clusters: readonly ClusterRole[];
+  /** Delay before the next invocation when the phase waits (or right after it advances). */
+  readonly requeueMs: number;
+  /** Terminal phases have no body and no ledger entry. */
+  readonly terminal?: boolean;
+}
+
+/** Upstream's requeue constants (task.go): FastReQ and PollReQ. */
+export const FAST_REQUEUE_MS = 100;
+export const POLL_REQUEUE_MS = 3_000;
+
+export const PHASES = {
+  Started: {
+    description: "Validating the migration and resolving the source and destination clusters",
+    waits: false, clusters: ["host", "source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CleanStaleRsyncResources: {
+    description: "Deleting transfer resources left by an earlier run of this migration",
+    waits: false, clusters: ["source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  WaitForStaleRsyncResourcesTerminated: {
+    description: "Waiting for stale transfer resources to terminate",
+    waits: true, clusters: ["source", "destination"], requeueMs: POLL_REQUEUE_MS,
+  },
+  CreateDestinationNamespaces: {
+    description: "Creating the destination namespaces",
+    waits: false, clusters: ["source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CreateDestinationPVCs: {
+    description: "Creating the destination persistent volume claims",
+    waits: false, clusters: ["source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CreateRsyncEndpoint: {
+    description: "Creating the endpoint (Service or Route) that exposes the rsync server",
+    waits: false, clusters: ["destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  EnsureRsyncEndpointReady: {
+    description: "Waiting for the rsync endpoint to be reachable",
+    waits: true, clusters: ["destination"], requeueMs: POLL_REQUEUE_MS,
+  },
+  CreateRsyncConfig: {
+    description: "Creating the rsync credentials and daemon configuration",
+    waits: false, clusters: ["host", "source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CreateStunnelConfig: {
+    description: "Creating the stunnel certificates and configuration",
+    waits: false, clusters: ["host", "source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CreatePVProgressCRs: {
+    description: "Creating one progress record per volume",
+    waits: false, clusters: ["host"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CreateRsyncTransferPods: {
+    description: "Creating the rsync server pods on the destination",
+    waits: false, clusters: ["destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  WaitForRsyncTransferPodsRunning: {
+    description: "Waiting for the rsync server pods to run",
+    waits: true, clusters: ["destination"], requeueMs: POLL_REQUEUE_MS,
+  },
+  RunRsyncOperations: {
+    description: "Transferring data with rsync client pods on the source",
+    waits: true, clusters: ["host", "source", "destination"], requeueMs: POLL_REQUEUE_MS,
+  },
+  DeleteRsyncResources: {
+    description: "Deleting the transfer resources",
+    waits: false, clusters: ["host", "source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  WaitForRsyncResourcesTerminated: {
+    description: "Waiting for the transfer resources to terminate",
+    waits: true, clusters: ["source", "destination"], requeueMs: POLL_REQUEUE_MS,
+  },
+  MigrationFailed: {
+    description: "Recording the failure of the migration",
+    waits: false, clusters: ["host"], requeueMs: FAST_REQUEUE_MS,
+  },
+  CleanupAfterFailure: {
+    description: "Deleting the transfer resources of the failed migration",
+    waits: false, clusters: ["host", "source", "destination"], requeueMs: FAST_REQUEUE_MS,
+  },
+  WaitForCleanupAfterFailure: {
+    description: "Waiting for the transfer resources of the failed migration to terminate",
+    waits: true, clusters: ["source", "destination"], requeueMs: POLL_REQUEUE_MS,
+  },
+  Completed: {
+    description: "The migration is complete",
+    waits: false, clusters: [], requeueMs: 0, terminal: true,
+  },
+} as const satisfies Record<string, PhaseSpec>;
+
+export type PhaseName = keyof typeof PHASES;
+export const PHASE_NAMES = Object.keys(PHASES) as PhaseName[];
+
+export function isPhaseName(value: unknown): value is PhaseName {
+  return typeof value === "string" && Object.hasOwn(PHASES, value);
+}
+
+export function phaseSpec(phase: PhaseName): PhaseSpec {
+  return PHASES[phase];
+}
+
+const TRANSFER_STEPS = [
+  "CreateRsyncEndpoint",
+  "EnsureRsyncEndpointReady",
+  "CreateRsyncConfig",
+  "CreateStunnelConfig",
+  "CreatePVProgressCRs",
+  "CreateRsyncTransferPods",
+  "WaitForRsyncTransferPodsRunning",
+  "RunRsyncOperations",
+  "DeleteRsyncResources",
+  "WaitForRsyncResourcesTerminated",
+] as const satisfies readonly PhaseName[];
+
+export const ITINERARIES = {
+  VolumeMigration: [
+    "Started",
+    "CleanStaleRsyncResources",
+    "WaitForStaleRsyncResourcesTerminated",
+    "CreateDestinationNamespaces",
+    "CreateDestinationPVCs",
+    ...TRANSFER_STEPS,
+    "Completed",
+  ],
+  /** Moves the data back: same transfer, with source and destination swapped; nothing is created. */
+  VolumeMigrationRollback: [
+    "Started",
+    "CleanStaleRsyncResources",
+    "WaitForStaleRsyncResourcesTerminated",
+    ...TRANSFER_STEPS,
+    "Completed",
+  ],
+  /** Entered from any phase of the others when a phase fails for good; cleanup still happens. */
+  VolumeMigrationFailed: [
+    "MigrationFailed",
+    "CleanupAfterFailure",
+    "WaitForCleanupAfterFailure",
+    "Completed",
+  ],
+} as const satisfies Record<string, readonly PhaseName[]>;
+
+export type ItineraryName = keyof typeof ITINERARIES;
+export const ITINERARY_NAMES = Object.keys(ITINERARIES) as ItineraryName[];
+
+export function isItineraryName(value: unknown): value is ItineraryName {
+  return typeof value === "string" && Object.hasOwn(ITINERARIES, value);
+}
+
+/** Step n of total, 1-based, as shown in the Running condition ("Step: n/total"). */
+export function stepOf(itinerary: ItineraryName, phase: PhaseName): { step: number; total: number } | undefined {
+  const steps: readonly PhaseName[] = ITINERARIES[itinerary];
+  const index = steps.indexOf(phase);
+  return index < 0 ? undefined : { step: index + 1, total: steps.length };
+}
+
+/** The phase after `phase` in `itinerary`; a phase not in the itinerary goes to Completed (as upstream). */
+export function nextPhase(itinerary: ItineraryName, phase: PhaseName): PhaseName {
+  const steps: readonly PhaseName[] = ITINERARIES[itinerary];
+  const index = steps.indexOf(phase);
+  return index < 0 || index + 1 >= steps.length ? "Completed" : steps[index + 1]!;
+}
+
+export function firstPhase(itinerary: ItineraryName): PhaseName {
+  return ITINERARIES[itinerary][0];
+}
+
+/** Phases that execute a body (everything but the terminal one), across all itineraries. */
+export const EXECUTABLE_PHASES: PhaseName[] = PHASE_NAMES.filter((p) => !phaseSpec(p).terminal);

@@ -1,0 +1,160 @@
+/**
+ * The DirectVolumeMigration resource as this controller reads it. Kubernetes objects enter here as
+ * `unknown` and leave as typed values; a spec that does not parse yields an error naming the field.
+ */
+import { z } from "zod";
+
+export const DVM_GROUP = "migration.openshift.io";
+export const DVM_VERSION = "v1alpha1";
+export const DVM_API_VERSION = `${DVM_GROUP}/${DVM_VERSION}`;
+export const DVM_KIND = "DirectVolumeMigration";
+export const DVM_PLURAL = "directvolumemigrations";
+export const DVMP_KIND = "DirectVolumeMigrationProgress";
+export const DVMP_PLURAL = "directvolumemigrationprogresses";
+
+const dnsName = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS-1123 name");
+
+/**
+ * How a phase function reaches a cluster. Absent: the host cluster (where the DVM lives) is used.
+ * Present: a Secret in the DVM's namespace (or `namespace`) holds a kubeconfig under `key`.
+ */
+export const ClusterRefSchema = z.object({
+  kubeconfigSecretRef: z.object({
+    name: dnsName,
+    namespace: dnsName.optional(),
+    key: z.string().min(1).default("kubeconfig"),
+  }),
+});
+export type ClusterRef = z.infer<typeof ClusterRefSchema>;
+
+export const VolumeModeSchema = z.enum(["Filesystem", "Block"]);
+export const AccessModeSchema = z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]);
+
+export const PvcToMigrateSchema = z.object({
+  name: dnsName,
+  namespace: dnsName,
+  targetName: dnsName.optional(),
+  targetNamespace: dnsName.optional(),
+  targetStorageClass: z.string().min(1),
+  targetAccessModes: z.array(AccessModeSchema).min(1),
+  targetVolumeMode: VolumeModeSchema.optional(),
+  verify: z.boolean().optional(),
+});
+export type PvcToMigrate = z.infer<typeof PvcToMigrateSchema>;
+
+export const EndpointTypeSchema = z.enum(["ClusterIP", "NodePort", "LoadBalancer", "Route"]);
+export type EndpointType = z.infer<typeof EndpointTypeSchema>;
+
+export const MigrationTypeSchema = z.enum(["Stage", "CutOver", "Rollback"]);
+
+export const DEFAULT_BACKOFF_LIMIT = 20;
+
+export const DvmSpecSchema = z.object({
+  sourceCluster: ClusterRefSchema.optional(),
+  destinationCluster: ClusterRefSchema.optional(),
+  persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1),
+  /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
+  backOffLimit: z.number().int().min(0).optional(),
+  migrationType: MigrationTypeSchema.optional(),
+  deleteProgressReportingCRs: z.boolean().optional(),
+  endpointType: EndpointTypeSchema.optional(),
+  /** Image of the rsync/stunnel transfer pods. */
+  transferImage: z.string().min(1).optional(),
+});
+export type DvmSpec = z.infer<typeof DvmSpecSchema>;
+
+export const ConditionCategorySchema = z.enum(["Critical", "Error", "Warn", "Required", "Advisory"]);
+export type ConditionCategory = z.infer<typeof ConditionCategorySchema>;
+
+export const ConditionSchema = z.object({
+  type: z.string(),
+  status: z.enum(["True", "False", "Unknown"]),
+  reason: z.string().optional(),
+  category: ConditionCategorySchema,
+  message: z.string().optional(),
+  lastTransitionTime: z.string(),
+  durable: z.boolean().optional(),
+});
+export type Condition = z.infer<typeof ConditionSchema>;
+
+export const PvcRefSchema = z.object({ name: z.string(), namespace: z.string() });
+export type PvcRef = z.infer<typeof PvcRefSchema>;
+
+export const RsyncOperationSchema = z.object({
+  pvcReference: PvcRefSchema,
+  currentAttempt: z.number().int(),
+  succeeded: z.boolean().optional(),
+  failed: z.boolean().optional(),
+});
+export type RsyncOperation = z.infer<typeof RsyncOperationSchema>;
+
+export const PodProgressSchema = z.object({
+  name: z.string(),
+  namespace: z.string(),
+  pvcRef: PvcRefSchema,
+  lastObservedProgressPercent: z.string().optional(),
+  lastObservedTransferRate: z.string().optional(),
+  totalElapsedTime: z.string().optional(),
+});
+export type PodProgress = z.infer<typeof PodProgressSchema>;
+
+export const DvmStatusSchema = z.object({
+  phase: z.string().optional(),
+  itinerary: z.string().optional(),
+  phaseDescription: z.string().optional(),
+  startTimestamp: z.string().optional(),
+  observedGeneration: z.number().int().optional(),
+  errors: z.array(z.string()).optional(),
+  conditions: z.array(ConditionSchema).optional(),
+  rsyncOperations: z.array(RsyncOperationSchema).optional(),
+  successfulPods: z.array(PodProgressSchema).optional(),
+  failedPods: z.array(PodProgressSchema).optional(),
+  runningPods: z.array(PodProgressSchema).optional(),
+  pendingPods: z.array(PodProgressSchema).optional(),
+  unknownPods: z.array(PodProgressSchema).optional(),
+  skippedVolumes: z.array(z.string()).optional(),
+});
+export type DvmStatus = z.infer<typeof DvmStatusSchema>;
+
+export interface DvmMetadata {
+  name: string;
+  namespace: string;
+  uid: string;
+  generation: number;
+  resourceVersion: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+}
+
+/** A DVM read from the API server; `spec` may still be invalid (see parseDvmSpec). */
+export interface DirectVolumeMigration {
+  apiVersion: typeof DVM_API_VERSION;
+  kind: typeof DVM_KIND;
+  metadata: DvmMetadata;
+  spec: unknown;
+  status: DvmStatus;
+}
+
+/** A spec problem, named by its field path, e.g. "spec.persistentVolumeClaims[1].targetStorageClass". */
+export interface SpecIssue {
+  field: string;
+  message: string;
+}
+
+export function formatFieldPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (acc, part) => (typeof part === "number" ? `${acc}[${part}]` : `${acc}.${String(part)}`),
+    "spec",
+  );
+}
+
+export type SpecParseResult = { ok: true; spec: DvmSpec } | { ok: false; issues: SpecIssue[] };
+
+export function parseDvmSpec(spec: unknown): SpecParseResult {
+  const parsed = DvmSpecSchema.safeParse(spec);
+  if (parsed.success) return { ok: true, spec: parsed.data };
+  return {
+    ok: false,
+    issues: parsed.error.issues.map((issue) => ({ field: formatFieldPath(issue.path), message: issue.message })),
+  };
+}

@@ -1,0 +1,28 @@
+import { defineConfig } from "vitest/config";
+
+// Two projects: unit tests of pure logic (no services), and integration tests against real parts
+// (DynamoDB Local, kube-apiserver + etcd + kwok, rsync, stunnel), which the global setups start once per run
+// unless the environment points at existing ones (AWS_ENDPOINT_URL*, KUBECONFIG).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          globalSetup: ["test/setup/dynamo.ts", "test/setup/clusters.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          // The suites share two control planes and one DynamoDB; run files one after another.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});

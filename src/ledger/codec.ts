@@ -1,0 +1,127 @@
+/**
+ * The item layout of a ledger entry and its decoding. Written by hand on the low-level client so that
+ * every attribute and its type is visible here.
+ *
+ *   uid (S, partition)  phaseKey (S, sort: "0000000003#Phase")  phase (S)  generation (N)
+ *   state (S)  attempt (N, the fencing token)  holder (S, token of the claim call that set `attempt`)
+ *   leaseExpiresAt (N ms, only while RUNNING)  startedAt (N ms, first claim)  updatedAt (N ms)
+ *   takeovers / waits / failures (N)  settledAttempts (N, = waits + failures, used to count takeovers)
+ *   takeoversBeforeClaim (N, takeovers before the current attempt's claim)
+ *   finishedAt (N ms)  elapsedMs (N, finishedAt - startedAt)  outcome (M)  lastError (S)  dvm (M)
+ *   expiresAt (N, epoch seconds: the TTL attribute)
+ */
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { isPhaseName } from "../dvm/itinerary";
+import { LedgerError } from "./errors";
+import { parsePhaseKey, phaseKeyOf } from "./key";
+import type { DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
+
+export type Item = Record<string, AttributeValue>;
+
+const STATES: readonly LedgerState[] = ["RUNNING", "WAITING", "RETRYING", "COMPLETED"];
+
+export function itemKey(key: LedgerKey): Item {
+  return { uid: { S: key.uid }, phaseKey: { S: phaseKeyOf(key) } };
+}
+
+export const s = (value: string): AttributeValue => ({ S: value });
+export const n = (value: number): AttributeValue => ({ N: String(value) });
+
+export function encodeDvm(dvm: DvmRef): AttributeValue {
+  return { M: { namespace: s(dvm.namespace), name: s(dvm.name) } };
+}
+
+export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
+  const m: Item = { result: s(outcome.result), nextPhase: s(outcome.nextPhase), finishedAt: n(outcome.finishedAt) };
+  if (outcome.errors && outcome.errors.length > 0) m.errors = { L: outcome.errors.map(s) };
+  return { M: m };
+}
+
+function malformed(item: Item, why: string): LedgerError {
+  return new LedgerError(`malformed ledger item ${item.uid?.S ?? "?"}/${item.phaseKey?.S ?? "?"}: ${why}`);
+}
+
+export function readString(item: Item, name: string): string | undefined {
+  return item[name]?.S;
+}
+
+export function readNumber(item: Item, name: string): number | undefined {
+  const raw = item[name]?.N;
+  return raw === undefined ? undefined : Number(raw);
+}
+
+function requireNumber(item: Item, name: string): number {
+  const value = readNumber(item, name);
+  if (value === undefined || Number.isNaN(value)) throw malformed(item, `${name} is missing`);
+  return value;
+}
+
+export function readState(item: Item): LedgerState {
+  const state = readString(item, "state");
+  if (!STATES.includes(state as LedgerState)) throw malformed(item, `state ${JSON.stringify(state)}`);
+  return state as LedgerState;
+}
+
+export function readAttempt(item: Item): number {
+  return requireNumber(item, "attempt");
+}
+
+export function readLeaseExpiresAt(item: Item): number {
+  return readNumber(item, "leaseExpiresAt") ?? 0;
+}
+
+export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
+  const m = item.outcome?.M;
+  if (!m) return undefined;
+  const result = m.result?.S;
+  const nextPhase = m.nextPhase?.S;
+  if ((result !== "advanced" && result !== "failed") || !isPhaseName(nextPhase)) {
+    throw malformed(item, "outcome has no valid result and nextPhase");
+  }
+  const record: PhaseOutcomeRecord = { result, nextPhase, finishedAt: Number(m.finishedAt?.N ?? 0) };
+  const errors = m.errors?.L?.flatMap((e) => (e.S === undefined ? [] : [e.S]));
+  if (errors && errors.length > 0) record.errors = errors;
+  return record;
+}
+
+export function decodeEntry(item: Item): LedgerEntry {
+  const uid = readString(item, "uid");
+  const parsed = parsePhaseKey(readString(item, "phaseKey") ?? "");
+  if (!uid || !parsed) throw malformed(item, "key does not parse");
+  const entry: LedgerEntry = {
+    key: { uid, phase: parsed.phase, generation: parsed.generation },
+    state: readState(item),
+    attempts: readAttempt(item),
+    takeovers: readNumber(item, "takeovers") ?? 0,
+    waits: readNumber(item, "waits") ?? 0,
+    failures: readNumber(item, "failures") ?? 0,
+    startedAt: requireNumber(item, "startedAt"),
+  };
+  const finishedAt = readNumber(item, "finishedAt");
+  if (finishedAt !== undefined) entry.finishedAt = finishedAt;
+  const elapsedMs = readNumber(item, "elapsedMs");
+  if (elapsedMs !== undefined) entry.elapsedSeconds = elapsedMs / 1000;
+  const outcome = readOutcome(item);
+  if (outcome) entry.outcome = outcome;
+  const lastError = readString(item, "lastError");
+  if (lastError !== undefined) entry.lastError = lastError;
+  const dvm = item.dvm?.M;
+  if (dvm?.namespace?.S !== undefined && dvm.name?.S !== undefined) {
+    entry.dvm = { namespace: dvm.namespace.S, name: dvm.name.S };
+  }
+  return entry;
+}
+
+/** Checks a phase body's outcome before it is recorded, naming the bad field. */
+export function validateOutcome(outcome: PhaseOutcome): PhaseOutcome {
+  if (outcome.result !== "advanced" && outcome.result !== "failed") {
+    throw new LedgerError(`invalid phase outcome: result must be "advanced" or "failed" (got ${JSON.stringify(outcome.result)})`);
+  }
+  if (!isPhaseName(outcome.nextPhase)) {
+    throw new LedgerError(`invalid phase outcome: nextPhase ${JSON.stringify(outcome.nextPhase)} is not a phase`);
+  }
+  if (outcome.errors !== undefined && (!Array.isArray(outcome.errors) || outcome.errors.some((e) => typeof e !== "string"))) {
+    throw new LedgerError("invalid phase outcome: errors must be a list of strings");
+  }
+  return outcome;
+}

@@ -1,0 +1,324 @@
+/**
+ * The phase ledger on DynamoDB. Exactly-once completion rests on two conditional writes per phase:
+ * claim() takes the entry unless it is COMPLETED or held by a live lease, and complete() succeeds only
+ * for the attempt that holds it (the attempt number is the fencing token). No read decides anything:
+ * a refused write returns the item that refused it (ReturnValuesOnConditionCheckFailure).
+ */
+import {
+  ConditionalCheckFailedException,
+  QueryCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { randomUUID } from "node:crypto";
+import type { LedgerDynamoClient } from "./client";
+import {
+  decodeEntry,
+  encodeDvm,
+  encodeOutcome,
+  itemKey,
+  n,
+  readAttempt,
+  readLeaseExpiresAt,
+  readNumber,
+  readOutcome,
+  readState,
+  readString,
+  s,
+  validateOutcome,
+  type Item,
+} from "./codec";
+import { errorMessage, LedgerError, LostClaimError } from "./errors";
+import { validateLedgerKey, validateUid } from "./key";
+import { DEFAULT_RETRY_POLICY, withTransientRetry, type RetryPolicy } from "./retry";
+import type {
+  Claim,
+  ClaimOptions,
+  ClaimResult,
+  LedgerEntry,
+  LedgerKey,
+  LedgerState,
+  PhaseLedger,
+  PhaseOutcome,
+  PhaseOutcomeRecord,
+} from "./types";
+
+export const DEFAULT_RETENTION_DAYS = 30;
+/** lastError is for humans; the cap keeps a huge stack trace from hitting the 400 KB item limit. */
+const MAX_ERROR_LENGTH = 4_000;
+
+export interface DynamoLedgerOptions {
+  client: LedgerDynamoClient;
+  tableName: string;
+  /** Milliseconds since the epoch; drives leases and timings. Default Date.now. */
+  now?: () => number;
+  /** How long entries live after their last write (the TTL attribute expiresAt). Default 30 days. */
+  retentionDays?: number;
+  /** Backoff for transient DynamoDB errors. Default: 5 tries, 25 ms base, 1 s cap, full jitter. */
+  retry?: Partial<RetryPolicy>;
+  /** Identifies one claim() call, so a retried claim whose first try succeeded recognises itself. */
+  newHolderToken?: () => string;
+}
+
+interface Write {
+  condition: string;
+  update: string;
+  values: Item;
+  returnValues?: UpdateItemCommandInput["ReturnValues"];
+}
+
+type WriteResult = { ok: true; attributes: Item | undefined } | { ok: false; current: Item | undefined };
+
+export class DynamoPhaseLedger implements PhaseLedger {
+  private readonly client: LedgerDynamoClient;
+  private readonly tableName: string;
+  private readonly now: () => number;
+  private readonly retentionSeconds: number;
+  private readonly retry: RetryPolicy;
+  private readonly newHolderToken: () => string;
+
+  constructor(options: DynamoLedgerOptions) {
+    if (!options.tableName) throw new LedgerError("DynamoPhaseLedger needs a tableName");
+    const retentionDays = options.retentionDays ?? DEFAULT_RETENTION_DAYS;
+    if (!(retentionDays > 0)) throw new LedgerError(`retentionDays must be positive (got ${retentionDays})`);
+    this.client = options.client;
+    this.tableName = options.tableName;
+    this.now = options.now ?? Date.now;
+    this.retentionSeconds = Math.round(retentionDays * 86_400);
+    this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.newHolderToken = options.newHolderToken ?? randomUUID;
+  }
+
+  async claim(rawKey: LedgerKey, opts: ClaimOptions): Promise<ClaimResult> {
+    const key = validateLedgerKey(rawKey);
+    if (!Number.isFinite(opts.leaseMs) || opts.leaseMs <= 0) {
+      throw new LedgerError(`claim ${describeKey(key)}: leaseMs must be a positive number (got ${opts.leaseMs})`);
+    }
+    const now = this.now();
+    const holder = this.newHolderToken();
+    const values: Item = {
+      ":running": s("RUNNING"),
+      ":completed": s("COMPLETED"),
+      ":now": n(now),
+      ":zero": n(0),
+      ":one": n(1),
+      ":leaseExpiresAt": n(now + opts.leaseMs),
+      ":holder": s(holder),
+      ":phase": s(key.phase),
+      ":generation": n(key.generation),
+      ":expiresAt": n(this.expiresAt(now)),
+    };
+    let update =
+      "SET #state = :running, #attempt = if_not_exists(#attempt, :zero) + :one, #holder = :holder," +
+      " #leaseExpiresAt = :leaseExpiresAt, #startedAt = if_not_exists(#startedAt, :now)," +
+      // All operands see the item as it was before this write, so `attempt - settledAttempts` is the
+      // number of earlier attempts that neither waited nor failed: the ones taken over, this one included
+      // if it takes over. That keeps the takeover count exact inside this single write.
+      " #takeoversBeforeClaim = if_not_exists(#takeovers, :zero)," +
+      " #takeovers = if_not_exists(#attempt, :zero) - if_not_exists(#settledAttempts, :zero)," +
+      " #settledAttempts = if_not_exists(#settledAttempts, :zero), #waits = if_not_exists(#waits, :zero)," +
+      " #failures = if_not_exists(#failures, :zero), #phase = :phase, #generation = :generation," +
+      " #updatedAt = :now, #expiresAt = :expiresAt";
+    if (opts.dvm) {
+      update += ", #dvm = :dvm";
+      values[":dvm"] = encodeDvm(opts.dvm);
+    }
+    const result = await this.write("claim", key, {
+      condition:
+        "attribute_not_exists(#uid) OR (#state <> :completed AND (#state <> :running OR #leaseExpiresAt < :now))",
+      update,
+      values,
+      returnValues: "ALL_NEW",
+    });
+    if (result.ok) return { kind: "claimed", claim: claimFromItem(key, result.attributes) };
+    return lostClaimRace(key, holder, result.current);
+  }
+
+  async complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord> {
+    const key = validateLedgerKey(claim.key);
+    validateOutcome(outcome);
+    const now = this.now();
+    const record: PhaseOutcomeRecord = { result: outcome.result, nextPhase: outcome.nextPhase, finishedAt: now };
+    if (outcome.errors && outcome.errors.length > 0) record.errors = [...outcome.errors];
+    const result = await this.write("complete", key, {
+      condition: "#state = :running AND #attempt = :attempt",
+      update:
+        "SET #state = :completed, #finishedAt = :now, #elapsedMs = :now - #startedAt, #outcome = :outcome," +
+        " #updatedAt = :now, #expiresAt = :expiresAt REMOVE #leaseExpiresAt",
+      values: {
+        ":running": s("RUNNING"),
+        ":completed": s("COMPLETED"),
+        ":attempt": n(claim.attempt),
+        ":now": n(now),
+        ":outcome": encodeOutcome(record),
+        ":expiresAt": n(this.expiresAt(now)),
+      },
+    });
+    if (result.ok) return record;
+    // Our own earlier try went through but its answer was lost: COMPLETED by this very attempt.
+    const current = result.current;
+    if (current && readState(current) === "COMPLETED" && readAttempt(current) === claim.attempt) {
+      return readOutcome(current) ?? record;
+    }
+    throw lostClaim(key, claim.attempt, current);
+  }
+
+  async fail(claim: Claim, error: string): Promise<void> {
+    const message = String(error).slice(0, MAX_ERROR_LENGTH);
+    await this.settle(claim, "RETRYING", "#failures = #failures + :one, #lastError = :lastError", {
+      ":lastError": s(message || "(no message)"),
+    });
+  }
+
+  async release(claim: Claim): Promise<void> {
+    await this.settle(claim, "WAITING", "#waits = #waits + :one", {});
+  }
+
+  async history(rawUid: string): Promise<LedgerEntry[]> {
+    const uid = validateUid(rawUid);
+    const entries: LedgerEntry[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page = await this.send("history", uid, () =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: "#uid = :uid",
+            ExpressionAttributeNames: { "#uid": "uid" },
+            ExpressionAttributeValues: { ":uid": s(uid) },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        ),
+      );
+      for (const item of page.Items ?? []) entries.push(decodeEntry(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    // Sort key order is (generation, phase name); the story of a migration is the order phases started.
+    return entries.sort(
+      (a, b) => a.startedAt - b.startedAt || a.key.generation - b.key.generation || a.key.phase.localeCompare(b.key.phase),
+    );
+  }
+
+  /** Drops the lease and leaves the entry claimable, counting why (a wait or a failure). */
+  private async settle(claim: Claim, state: "WAITING" | "RETRYING", counters: string, extraValues: Item): Promise<void> {
+    const key = validateLedgerKey(claim.key);
+    const now = this.now();
+    const result = await this.write(state === "WAITING" ? "release" : "fail", key, {
+      condition: "#state = :running AND #attempt = :attempt",
+      update:
+        `SET #state = :state, ${counters}, #settledAttempts = #settledAttempts + :one,` +
+        " #updatedAt = :now, #expiresAt = :expiresAt REMOVE #leaseExpiresAt",
+      values: {
+        ":running": s("RUNNING"),
+        ":state": s(state),
+        ":attempt": n(claim.attempt),
+        ":one": n(1),
+        ":now": n(now),
+        ":expiresAt": n(this.expiresAt(now)),
+        ...extraValues,
+      },
+    });
+    if (result.ok) return;
+    // Already settled by this attempt (a retried write whose first try went through): nothing to do.
+    const current = result.current;
+    if (current && readState(current) === state && readAttempt(current) === claim.attempt) return;
+    throw lostClaim(key, claim.attempt, current);
+  }
+
+  /** One conditional UpdateItem; a refused condition is a result, every other error is thrown. */
+  private async write(operation: string, key: LedgerKey, write: Write): Promise<WriteResult> {
+    try {
+      const output = await this.send(operation, describeKey(key), () =>
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: itemKey(key),
+            ConditionExpression: write.condition,
+            UpdateExpression: write.update,
+            ExpressionAttributeNames: attributeNames(write.condition, write.update),
+            ExpressionAttributeValues: write.values,
+            ReturnValues: write.returnValues ?? "NONE",
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          }),
+        ),
+      );
+      return { ok: true, attributes: output.Attributes };
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return { ok: false, current: error.Item };
+      throw error;
+    }
+  }
+
+  /** Retries transient errors; wraps anything else that is not already a LedgerError. */
+  private async send<T>(operation: string, subject: string, request: () => Promise<T>): Promise<T> {
+    try {
+      return await withTransientRetry(`${operation} ${subject}`, request, this.retry);
+    } catch (error) {
+      if (error instanceof LedgerError || isConditionalCheckFailed(error)) throw error;
+      throw new LedgerError(`ledger ${operation} ${subject} failed: ${errorMessage(error)}`, { cause: error });
+    }
+  }
+
+  private expiresAt(now: number): number {
+    return Math.floor(now / 1000) + this.retentionSeconds;
+  }
+}
+
+function claimFromItem(key: LedgerKey, item: Item | undefined): Claim {
+  if (!item) throw new LedgerError(`claim ${describeKey(key)}: DynamoDB returned no attributes`);
+  return {
+    key,
+    attempt: readAttempt(item),
+    leaseExpiresAt: readLeaseExpiresAt(item),
+    takeover: (readNumber(item, "takeovers") ?? 0) > (readNumber(item, "takeoversBeforeClaim") ?? 0),
+  };
+}
+
+/** Reads the refusing item: completed, held by someone else, or held by this very call (a retry). */
+function lostClaimRace(key: LedgerKey, holder: string, current: Item | undefined): ClaimResult {
+  if (!current) {
+    // Only an absent item passes the condition unconditionally, so a refusal always carries one.
+    throw new LedgerError(`claim ${describeKey(key)} was refused but DynamoDB returned no item (ReturnValuesOnConditionCheckFailure unsupported?)`);
+  }
+  const state = readState(current);
+  if (state === "COMPLETED") {
+    const outcome = readOutcome(current);
+    if (!outcome) throw new LedgerError(`claim ${describeKey(key)}: COMPLETED entry has no outcome`);
+    return { kind: "completed", outcome, attempts: readAttempt(current) };
+  }
+  if (state === "RUNNING" && readString(current, "holder") === holder) {
+    return { kind: "claimed", claim: claimFromItem(key, current) };
+  }
+  if (state === "RUNNING") {
+    return { kind: "held", attempt: readAttempt(current), leaseExpiresAt: readLeaseExpiresAt(current) };
+  }
+  throw new LedgerError(`claim ${describeKey(key)} was refused while the entry is ${state}`);
+}
+
+function lostClaim(key: LedgerKey, attempt: number, current: Item | undefined): LostClaimError {
+  const now: { attempt: number; state: LedgerState } | undefined = current
+    ? { attempt: readAttempt(current), state: readState(current) }
+    : undefined;
+  return new LostClaimError(key, attempt, now);
+}
+
+function isConditionalCheckFailed(error: unknown): error is ConditionalCheckFailedException {
+  return (
+    error instanceof ConditionalCheckFailedException ||
+    (typeof error === "object" && error !== null && (error as { name?: unknown }).name === "ConditionalCheckFailedException")
+  );
+}
+
+/** Every attribute goes through a #name so no DynamoDB reserved word (state, name...) can bite. */
+function attributeNames(...expressions: string[]): Record<string, string> {
+  const names: Record<string, string> = {};
+  for (const expression of expressions) {
+    for (const [, name] of expression.matchAll(/#(\w+)/g)) names[`#${name}`] = name!;
+  }
+  return names;
+}
+
+function describeKey(key: LedgerKey): string {
+  return `${key.uid}/${key.phase}/${key.generation}`;
+}

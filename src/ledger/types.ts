@@ -1,0 +1,80 @@
+/**
+ * The phase ledger: one entry per (DVM uid, phase, generation). A phase completes at most once per
+ * entry; the runner claims the entry before it runs a phase body and records the outcome with the
+ * claim's attempt number as a fencing token.
+ */
+import type { PhaseName } from "../dvm/itinerary";
+
+export interface LedgerKey {
+  uid: string;
+  phase: PhaseName;
+  generation: number;
+}
+
+export interface DvmRef {
+  namespace: string;
+  name: string;
+}
+
+/** Held by one invocation while it runs a phase body; `attempt` is the fencing token. */
+export interface Claim {
+  key: LedgerKey;
+  attempt: number;
+  leaseExpiresAt: number;
+  /** The previous holder's lease had expired while it was RUNNING (it crashed or stalled). */
+  takeover: boolean;
+}
+
+/** "failed" means the migration fails and continues on the failure itinerary. */
+export type PhaseResult = "advanced" | "failed";
+
+export interface PhaseOutcome {
+  result: PhaseResult;
+  nextPhase: PhaseName;
+  errors?: string[];
+}
+
+export interface PhaseOutcomeRecord extends PhaseOutcome {
+  finishedAt: number;
+}
+
+export type ClaimResult =
+  | { kind: "claimed"; claim: Claim }
+  /** The phase already completed for this generation: apply the recorded outcome, do not run it again. */
+  | { kind: "completed"; outcome: PhaseOutcomeRecord; attempts: number }
+  /** Another invocation holds a live lease: stop, it will finish or its lease will expire. */
+  | { kind: "held"; attempt: number; leaseExpiresAt: number };
+
+export type LedgerState = "RUNNING" | "WAITING" | "RETRYING" | "COMPLETED";
+
+export interface LedgerEntry {
+  key: LedgerKey;
+  state: LedgerState;
+  attempts: number;
+  takeovers: number;
+  waits: number;
+  failures: number;
+  startedAt: number;
+  finishedAt?: number;
+  elapsedSeconds?: number;
+  outcome?: PhaseOutcomeRecord;
+  lastError?: string;
+  dvm?: DvmRef;
+}
+
+export interface ClaimOptions {
+  /** How long the claim stays exclusive; after that another invocation may take over. */
+  leaseMs: number;
+  dvm?: DvmRef;
+}
+
+export interface PhaseLedger {
+  claim(key: LedgerKey, opts: ClaimOptions): Promise<ClaimResult>;
+  complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord>;
+  /** The attempt failed with a transient error: record it, drop the lease, entry stays claimable. */
+  fail(claim: Claim, error: string): Promise<void>;
+  /** A wait phase said "not yet": drop the lease, entry stays claimable (counts a wait). */
+  release(claim: Claim): Promise<void>;
+  /** All entries of one DVM, oldest first. */
+  history(uid: string): Promise<LedgerEntry[]>;
+}

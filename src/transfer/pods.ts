@@ -1,0 +1,314 @@
+/**
+ * The transfer pods as plain Kubernetes objects: the rsync server pod on the destination (rsync daemon
+ * + stunnel server, one per destination namespace) and one rsync client pod per source PVC and attempt
+ * (rsync + stunnel client sidecar). Pure functions: names come from the caller (no generateName), so a
+ * repeated phase finds and adopts what an earlier run created.
+ *
+ * Security: no privilege escalation, read-only root filesystem (writable scratch is an in-memory
+ * emptyDir), all capabilities dropped, RuntimeDefault seccomp, no service account token. Only with
+ * `runAsRoot` (needed to preserve file ownership) do the rsync containers run as UID 0, and then they
+ * get back only what rsync needs (see ROOT_CAPABILITIES); stunnel never gets any capability.
+ */
+import type { V1Container, V1PodSecurityContext, V1PodSpec, V1ResourceRequirements, V1SecurityContext, V1Toleration, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
+import { shellQuote as quote, TransferConfigError } from "./configText";
+import { configFile, doneFile, moduleMountPath, scratchSecretsFile, SECRET_KEY, transferPaths, type TransferPaths } from "./paths";
+import { clientScript, RSYNC_PASSWORD_ENV, rsyncClientArgs, type RsyncClientOptions } from "./rsyncClient";
+import { moduleNameFor } from "./rsyncd";
+import { STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT, type PvcRef } from "./secrets";
+import { stunnelSidecarScript } from "./stunnel";
+
+export const DEFAULT_TRANSFER_IMAGE = "quay.io/konveyor/rsync-transfer:latest";
+
+/**
+ * What a root rsync needs and nothing more: CHOWN/FOWNER to set owners, modes and times on files it
+ * does not own, DAC_OVERRIDE to read and write regardless of modes, SETGID/SETUID for the daemon's
+ * `uid = 0`/`gid = 0` switch. The client (a sender) needs only DAC_OVERRIDE, to read every file.
+ */
+export const ROOT_CAPABILITIES = ["CHOWN", "FOWNER", "DAC_OVERRIDE", "SETGID", "SETUID"] as const;
+/** Added to the server's rsync container only when it chroots into modules (see `chroot`). */
+export const CHROOT_CAPABILITY = "SYS_CHROOT";
+
+/** Upstream's defaults for transfer pods (400m CPU / 512Mi memory requests); stunnel needs far less. */
+export const DEFAULT_RSYNC_RESOURCES: V1ResourceRequirements = { requests: { cpu: "400m", memory: "512Mi" } };
+export const DEFAULT_STUNNEL_RESOURCES: V1ResourceRequirements = { requests: { cpu: "100m", memory: "64Mi" } };
+
+/** A pod as the cluster interface takes it: plain JSON, spec typed by @kubernetes/client-node. */
+export type TransferPod = {
+  apiVersion: "v1";
+  kind: "Pod";
+  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations?: Record<string, string> };
+  spec: V1PodSpec;
+};
+
+export type TransferSecret = {
+  apiVersion: "v1";
+  kind: "Secret";
+  type: "Opaque";
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  stringData: Record<string, string>;
+};
+
+export interface PodIdentity {
+  /** User, group and filesystem group of the pod; unset fields are left to the platform (OpenShift assigns them). */
+  runAsUser?: number;
+  runAsGroup?: number;
+  /**
+   * Careful: the kubelet then re-groups every file of the mounted PVCs (fsGroupChangePolicy
+   * OnRootMismatch limits that to volumes whose root does not match). Leave unset unless the platform
+   * requires it; the pods work without it.
+   */
+  fsGroup?: number;
+  supplementalGroups?: number[];
+}
+
+export interface TransferPodOptions {
+  name: string;
+  namespace: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** Default quay.io/konveyor/rsync-transfer:latest. */
+  image?: string;
+  imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
+  /** The Secret built by serverTransferSecretData / clientTransferSecretData. */
+  configSecretName: string;
+  /** Run rsync as UID 0 to preserve ownership (see ROOT_CAPABILITIES). */
+  runAsRoot: boolean;
+  identity?: PodIdentity;
+  rsyncResources?: V1ResourceRequirements;
+  stunnelResources?: V1ResourceRequirements;
+  nodeName?: string;
+  nodeSelector?: Record<string, string>;
+  tolerations?: V1Toleration[];
+  /** Must match the `paths` given to the Secret builder. */
+  paths?: Partial<TransferPaths>;
+}
+
+export interface RsyncServerPodOptions extends TransferPodOptions {
+  /** Destination PVCs, all in `namespace`; each is mounted at `<volumeRoot>/<moduleNameFor(pvc)>`. */
+  pvcs: PvcRef[];
+  /** Must match serverTransferSecretData's `chroot`. Default: `runAsRoot`. Adds SYS_CHROOT. */
+  chroot?: boolean;
+  /** Default 6443. */
+  stunnelPort?: number;
+}
+
+export function rsyncServerPod(options: RsyncServerPodOptions): TransferPod {
+  const paths = transferPaths(options.paths);
+  const chroot = options.chroot ?? options.runAsRoot;
+  if (chroot && !options.runAsRoot) throw new TransferConfigError("chroot", "chroot needs runAsRoot");
+  if (options.pvcs.length === 0) throw new TransferConfigError("pvcs", "at least one PVC is needed");
+  const volumes = options.pvcs.map((pvc, i) => {
+    if (pvc.namespace !== options.namespace) throw new TransferConfigError(`pvcs[${i}].namespace`, `must be the pod's namespace ${options.namespace}, got ${pvc.namespace}`);
+    const module = moduleNameFor(pvc);
+    return { volume: { name: `pvc-${i}`, persistentVolumeClaim: { claimName: pvc.name } }, mount: { name: `pvc-${i}`, mountPath: moduleMountPath(paths, module) } };
+  });
+  const image = options.image ?? DEFAULT_TRANSFER_IMAGE;
+  const configMount = { name: "transfer-config", mountPath: paths.configDir, readOnly: true };
+  const scratchMount = { name: "scratch", mountPath: paths.scratchDir };
+  const stunnelPort = options.stunnelPort ?? STUNNEL_DEFAULT_PORT;
+
+  const rsync: V1Container = {
+    name: "rsync",
+    image,
+    ...pullPolicy(options),
+    command: ["/bin/sh", "-c", rsyncDaemonScript(paths)],
+    securityContext: containerSecurity(options.runAsRoot ? [...ROOT_CAPABILITIES, ...(chroot ? [CHROOT_CAPABILITY] : [])] : undefined),
+    resources: options.rsyncResources ?? DEFAULT_RSYNC_RESOURCES,
+    volumeMounts: [configMount, scratchMount, ...volumes.map((v) => v.mount)],
+    terminationMessagePolicy: "FallbackToLogsOnError",
+  };
+  const stunnel: V1Container = {
+    name: "stunnel",
+    image,
+    ...pullPolicy(options),
+    command: ["stunnel", configFile(paths, SECRET_KEY.stunnelConf)],
+    ports: [{ name: "stunnel", containerPort: stunnelPort, protocol: "TCP" }],
+    securityContext: containerSecurity(undefined, options.runAsRoot),
+    resources: options.stunnelResources ?? DEFAULT_STUNNEL_RESOURCES,
+    volumeMounts: [configMount, scratchMount],
+    terminationMessagePolicy: "FallbackToLogsOnError",
+  };
+  return pod(options, {
+    containers: [rsync, stunnel],
+    volumes: [
+      configVolume(options, [SECRET_KEY.rsyncdConf, SECRET_KEY.rsyncdSecrets, SECRET_KEY.stunnelConf, SECRET_KEY.cert, SECRET_KEY.key, SECRET_KEY.ca]),
+      scratchVolume(),
+      ...volumes.map((v) => v.volume),
+    ],
+  });
+}
+
+/**
+ * The server's rsync container: copy the secrets file to scratch (mode 0400, owned by whoever the
+ * daemon runs as, which is what rsync's strict modes wants) and exec the daemon in the foreground.
+ */
+export function rsyncDaemonScript(pathOverrides: Partial<TransferPaths> = {}): string {
+  const paths = transferPaths(pathOverrides);
+  const from = configFile(paths, SECRET_KEY.rsyncdSecrets);
+  const to = scratchSecretsFile(paths);
+  return [
+    "set -e",
+    "umask 077",
+    // rm first: the emptyDir outlives a container restart, and the old copy is read-only.
+    `rm -f ${quote(to)}`,
+    `cat ${quote(from)} > ${quote(to)}`,
+    `chmod 0400 ${quote(to)}`,
+    `exec rsync --daemon --no-detach ${quote(`--config=${configFile(paths, SECRET_KEY.rsyncdConf)}`)}`,
+    "",
+  ].join("\n");
+}
+
+export interface RsyncClientPodOptions extends TransferPodOptions {
+  /** The source PVC (in `namespace`), mounted read-only. */
+  sourcePvc: PvcRef;
+  /** The destination PVC: its module name is derived with moduleNameFor. */
+  destinationPvc: PvcRef;
+  user: string;
+  /** The stunnel sidecar's loopback port (must match clientTransferSecretData's `localPort`). Default 6443. */
+  localPort?: number;
+  /** How long rsync waits for the sidecar. Default 120 s. */
+  waitSeconds?: number;
+  /** rsync flags; ownership is preserved exactly when `runAsRoot`. */
+  rsync?: Omit<RsyncClientOptions, "sourcePath" | "module" | "user" | "host" | "port" | "preserveOwnership">;
+}
+
+export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
+  const paths = transferPaths(options.paths);
+  if (options.sourcePvc.namespace !== options.namespace) {
+    throw new TransferConfigError("sourcePvc.namespace", `must be the pod's namespace ${options.namespace}, got ${options.sourcePvc.namespace}`);
+  }
+  const localPort = options.localPort ?? STUNNEL_CLIENT_DEFAULT_LOCAL_PORT;
+  const image = options.image ?? DEFAULT_TRANSFER_IMAGE;
+  const doneMount = { name: "done", mountPath: paths.doneDir };
+  const scratchMount = { name: "scratch", mountPath: paths.scratchDir };
+  const args = rsyncClientArgs({
+    ...options.rsync,
+    sourcePath: paths.sourceMountPath,
+    module: moduleNameFor(options.destinationPvc),
+    user: options.user,
+    host: "127.0.0.1",
+    port: localPort,
+    preserveOwnership: options.runAsRoot,
+  });
+
+  const rsync: V1Container = {
+    name: "rsync",
+    image,
+    ...pullPolicy(options),
+    command: ["/bin/bash", "-c", clientScript({ args, waitPort: localPort, doneFile: doneFile(paths), ...(options.waitSeconds ? { waitSeconds: options.waitSeconds } : {}) })],
+    env: [{ name: RSYNC_PASSWORD_ENV, valueFrom: { secretKeyRef: { name: options.configSecretName, key: SECRET_KEY.rsyncPassword } } }],
+    securityContext: containerSecurity(options.runAsRoot ? ["DAC_OVERRIDE"] : undefined),
+    resources: options.rsyncResources ?? DEFAULT_RSYNC_RESOURCES,
+    volumeMounts: [
+      { name: "source", mountPath: paths.sourceMountPath, readOnly: true },
+      doneMount,
+      scratchMount,
+    ] satisfies V1VolumeMount[],
+    // A failed attempt's last log lines (the rsync error) become its termination message.
+    terminationMessagePolicy: "FallbackToLogsOnError",
+  };
+  const stunnel: V1Container = {
+    name: "stunnel",
+    image,
+    ...pullPolicy(options),
+    command: ["/bin/sh", "-c", stunnelSidecarScript({ configPath: configFile(paths, SECRET_KEY.stunnelConf), doneFile: doneFile(paths) })],
+    securityContext: containerSecurity(undefined, options.runAsRoot),
+    resources: options.stunnelResources ?? DEFAULT_STUNNEL_RESOURCES,
+    volumeMounts: [{ name: "transfer-config", mountPath: paths.configDir, readOnly: true }, doneMount, scratchMount],
+    terminationMessagePolicy: "FallbackToLogsOnError",
+  };
+  return pod(options, {
+    containers: [rsync, stunnel],
+    restartPolicy: "Never",
+    volumes: [
+      // The password is not projected: rsync gets it from the environment only.
+      configVolume(options, [SECRET_KEY.stunnelConf, SECRET_KEY.cert, SECRET_KEY.key, SECRET_KEY.ca]),
+      { name: "done", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+      scratchVolume(),
+      { name: "source", persistentVolumeClaim: { claimName: options.sourcePvc.name, readOnly: true } },
+    ],
+  });
+}
+
+/** A transfer Secret object for the payload of serverTransferSecretData / clientTransferSecretData. */
+export function transferSecret(options: { name: string; namespace: string; labels?: Record<string, string>; data: Record<string, string> }): TransferSecret {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "Opaque",
+    metadata: { name: options.name, namespace: options.namespace, labels: { ...options.labels } },
+    stringData: { ...options.data },
+  };
+}
+
+function pod(options: TransferPodOptions, spec: Pick<V1PodSpec, "containers" | "volumes" | "restartPolicy">): TransferPod {
+  const identity = options.identity ?? {};
+  const podSecurity: V1PodSecurityContext = {
+    // Root pods: the containers decide (rsync as 0, stunnel as 0 without capabilities).
+    ...(options.runAsRoot ? {} : { runAsNonRoot: true }),
+    ...(identity.runAsUser !== undefined && !options.runAsRoot ? { runAsUser: identity.runAsUser } : {}),
+    ...(identity.runAsGroup !== undefined && !options.runAsRoot ? { runAsGroup: identity.runAsGroup } : {}),
+    ...(identity.fsGroup !== undefined ? { fsGroup: identity.fsGroup, fsGroupChangePolicy: "OnRootMismatch" } : {}),
+    ...(identity.supplementalGroups ? { supplementalGroups: identity.supplementalGroups } : {}),
+    seccompProfile: { type: "RuntimeDefault" },
+  };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: options.name,
+      namespace: options.namespace,
+      labels: { ...options.labels },
+      ...(options.annotations ? { annotations: { ...options.annotations } } : {}),
+    },
+    spec: {
+      ...spec,
+      securityContext: podSecurity,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+      ...(options.nodeSelector ? { nodeSelector: { ...options.nodeSelector } } : {}),
+      ...(options.tolerations ? { tolerations: options.tolerations } : {}),
+    },
+  };
+}
+
+/**
+ * Container security context. `addCapabilities` given: run as UID/GID 0 with exactly those. Otherwise
+ * non-root, or (in a root pod, `rootWithoutCapabilities`) UID 0 with no capabilities at all, which is
+ * enough for stunnel to read its root-owned key and nothing more.
+ */
+function containerSecurity(addCapabilities: readonly string[] | undefined, rootWithoutCapabilities = false): V1SecurityContext {
+  const root = addCapabilities !== undefined || rootWithoutCapabilities;
+  return {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    privileged: false,
+    ...(root ? { runAsUser: 0, runAsGroup: 0, runAsNonRoot: false } : { runAsNonRoot: true }),
+    capabilities: { drop: ["ALL"], ...(addCapabilities?.length ? { add: [...addCapabilities] } : {}) },
+    seccompProfile: { type: "RuntimeDefault" },
+  };
+}
+
+function configVolume(options: TransferPodOptions, keys: string[]): V1Volume {
+  const groupReadable = options.runAsRoot || options.identity?.fsGroup !== undefined;
+  return {
+    name: "transfer-config",
+    secret: {
+      secretName: options.configSecretName,
+      items: keys.map((key) => ({ key, path: key })),
+      // Owner root, group fsGroup when set: 0440 suffices. A non-root pod without fsGroup can only
+      // read world-readable files; the pod's own containers are the only readers of this volume.
+      defaultMode: groupReadable ? 0o440 : 0o444,
+    },
+  };
+}
+
+function scratchVolume(): V1Volume {
+  // In memory: the copied rsync secrets file never reaches a node's disk.
+  return { name: "scratch", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } };
+}
+
+function pullPolicy(options: TransferPodOptions): Pick<V1Container, "imagePullPolicy"> {
+  return options.imagePullPolicy ? { imagePullPolicy: options.imagePullPolicy } : {};
+}

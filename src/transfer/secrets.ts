@@ -1,0 +1,112 @@
+/**
+ * The payloads of the two transfer Secrets: everything the server pod (destination) and a client pod
+ * (source) read, rendered from the migration's password and PKI. Each side gets only its own key: the
+ * server Secret has no client key and the client Secret has no server key.
+ */
+import type { TransferPki } from "./certificates";
+import { rsyncSecretsFile } from "./credentials";
+import { TransferConfigError } from "./configText";
+import { configFile, moduleMountPath, scratchSecretsFile, SECRET_KEY, transferPaths, type TransferPaths } from "./paths";
+import { moduleNameFor, RSYNC_DAEMON_DEFAULT_PORT, rsyncdConfig, type RsyncdOptions } from "./rsyncd";
+import { stunnelClientConfig, stunnelServerConfig, type StunnelLogLevel } from "./stunnel";
+
+export const STUNNEL_DEFAULT_PORT = 6443;
+/** The stunnel client sidecar's loopback listener that rsync connects to. */
+export const STUNNEL_CLIENT_DEFAULT_LOCAL_PORT = 6443;
+
+export interface PvcRef {
+  namespace: string;
+  name: string;
+}
+
+export interface ServerTransferSecretOptions {
+  /** Destination PVCs served by this pod, one rsync module each (`moduleNameFor`). */
+  pvcs: PvcRef[];
+  user: string;
+  password: string;
+  pki: TransferPki;
+  /** See `rsyncdConfig`: uid/gid 0 lines when true. */
+  runAsRoot: boolean;
+  /** chroot into each module (root only); keeps absolute symlinks verbatim. Default: `runAsRoot`. */
+  chroot?: boolean;
+  /** TLS port exposed by the pod. Default 6443. */
+  stunnelPort?: number;
+  /** Bind address of that port. Default: all IPv4 addresses; "::" for IPv6 or dual-stack clusters. */
+  stunnelAcceptHost?: string;
+  /** Loopback port of the rsync daemon. Default 8873. */
+  rsyncPort?: number;
+  stunnelLogLevel?: StunnelLogLevel;
+  authDigest?: RsyncdOptions["authDigest"];
+  paths?: Partial<TransferPaths>;
+}
+
+export function serverTransferSecretData(options: ServerTransferSecretOptions): Record<string, string> {
+  const paths = transferPaths(options.paths);
+  const rsyncPort = options.rsyncPort ?? RSYNC_DAEMON_DEFAULT_PORT;
+  const stunnelPort = options.stunnelPort ?? STUNNEL_DEFAULT_PORT;
+  if (rsyncPort === stunnelPort) throw new TransferConfigError("rsyncPort", "must differ from stunnelPort");
+  return {
+    [SECRET_KEY.rsyncdConf]: rsyncdConfig({
+      port: rsyncPort,
+      modules: options.pvcs.map((pvc) => {
+        const name = moduleNameFor(pvc);
+        return { name, path: moduleMountPath(paths, name), comment: `${pvc.namespace}/${pvc.name}` };
+      }),
+      user: options.user,
+      // The container copies the mounted file here first (see TransferPaths.scratchDir).
+      secretsFile: scratchSecretsFile(paths),
+      runAsRoot: options.runAsRoot,
+      useChroot: options.chroot ?? options.runAsRoot,
+      logFile: "/dev/stdout",
+      ...(options.authDigest ? { authDigest: options.authDigest } : {}),
+    }),
+    [SECRET_KEY.rsyncdSecrets]: rsyncSecretsFile(options.user, options.password),
+    [SECRET_KEY.stunnelConf]: stunnelServerConfig({
+      acceptPort: stunnelPort,
+      ...(options.stunnelAcceptHost ? { acceptHost: options.stunnelAcceptHost } : {}),
+      connectPort: rsyncPort,
+      certPath: configFile(paths, SECRET_KEY.cert),
+      keyPath: configFile(paths, SECRET_KEY.key),
+      caPath: configFile(paths, SECRET_KEY.ca),
+      ...(options.stunnelLogLevel ? { logLevel: options.stunnelLogLevel } : {}),
+    }),
+    [SECRET_KEY.cert]: options.pki.serverCertPem,
+    [SECRET_KEY.key]: options.pki.serverKeyPem,
+    [SECRET_KEY.ca]: options.pki.caCertPem,
+  };
+}
+
+export interface ClientTransferSecretOptions {
+  password: string;
+  pki: TransferPki;
+  /** The endpoint in front of the server pod: Route host, Service DNS name, node or LB address. */
+  endpointHost: string;
+  endpointPort: number;
+  /** The name the server certificate must carry, when it differs from `endpointHost`. */
+  checkHost?: string;
+  /** Where the sidecar listens for rsync on loopback. Default 6443. */
+  localPort?: number;
+  stunnelLogLevel?: StunnelLogLevel;
+  paths?: Partial<TransferPaths>;
+}
+
+export function clientTransferSecretData(options: ClientTransferSecretOptions): Record<string, string> {
+  const paths = transferPaths(options.paths);
+  if (options.password.length === 0 || /[\r\n\0]/.test(options.password)) throw new TransferConfigError("password", "must be non-empty and on one line");
+  return {
+    [SECRET_KEY.stunnelConf]: stunnelClientConfig({
+      acceptPort: options.localPort ?? STUNNEL_CLIENT_DEFAULT_LOCAL_PORT,
+      connectHost: options.endpointHost,
+      connectPort: options.endpointPort,
+      ...(options.checkHost ? { checkHost: options.checkHost } : {}),
+      certPath: configFile(paths, SECRET_KEY.cert),
+      keyPath: configFile(paths, SECRET_KEY.key),
+      caPath: configFile(paths, SECRET_KEY.ca),
+      ...(options.stunnelLogLevel ? { logLevel: options.stunnelLogLevel } : {}),
+    }),
+    [SECRET_KEY.cert]: options.pki.clientCertPem,
+    [SECRET_KEY.key]: options.pki.clientKeyPem,
+    [SECRET_KEY.ca]: options.pki.caCertPem,
+    [SECRET_KEY.rsyncPassword]: options.password,
+  };
+}

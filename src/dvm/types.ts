@@ -60,6 +60,13 @@ export const DvmSpecSchema = z.object({
   endpointType: EndpointTypeSchema.optional(),
   /** Image of the rsync/stunnel transfer pods. */
   transferImage: z.string().min(1).optional(),
+  /**
+   * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
+   * false: the pods run unprivileged and files belong to the pod's user.
+   */
+  runAsRoot: z.boolean().optional(),
+  /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
+  transferPodAnnotations: z.record(z.string(), z.string()).optional(),
 });
 export type DvmSpec = z.infer<typeof DvmSpecSchema>;
 
@@ -102,6 +109,8 @@ export const DvmStatusSchema = z.object({
   phase: z.string().optional(),
   itinerary: z.string().optional(),
   phaseDescription: z.string().optional(),
+  /** "n/total" within the itinerary, for printer columns and the CLI. */
+  step: z.string().optional(),
   startTimestamp: z.string().optional(),
   observedGeneration: z.number().int().optional(),
   errors: z.array(z.string()).optional(),

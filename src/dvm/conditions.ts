@@ -1,0 +1,55 @@
+/**
+ * Conditions as upstream models them: a category says what a condition blocks, `durable` ones survive
+ * phase changes, and lastTransitionTime moves whenever anything about the condition changes.
+ */
+import type { Condition, ConditionCategory } from "./types";
+
+export const CONDITION = {
+  Running: "Running",
+  Ready: "Ready",
+  Succeeded: "Succeeded",
+  Failed: "Failed",
+  InvalidSpec: "InvalidSpec",
+  PhaseRetrying: "PhaseRetrying",
+  RsyncEndpointNotReady: "RsyncEndpointNotReady",
+  RsyncTransferPodsPending: "RsyncTransferPodsPending",
+  RsyncClientPodsPending: "RsyncClientPodsPending",
+} as const;
+
+export type ConditionInput = Omit<Condition, "lastTransitionTime">;
+
+function sameCondition(a: Condition, b: ConditionInput): boolean {
+  return (
+    a.status === b.status &&
+    a.category === b.category &&
+    a.reason === b.reason &&
+    a.message === b.message &&
+    Boolean(a.durable) === Boolean(b.durable)
+  );
+}
+
+/** Sets (or replaces) the condition of that type, keeping its timestamp when nothing changed. */
+export function setCondition(conditions: readonly Condition[], input: ConditionInput, nowIso: string): Condition[] {
+  const existing = conditions.find((c) => c.type === input.type);
+  const next: Condition = existing && sameCondition(existing, input) ? existing : { ...input, lastTransitionTime: nowIso };
+  return [...conditions.filter((c) => c.type !== input.type), next];
+}
+
+export function removeCondition(conditions: readonly Condition[], type: string): Condition[] {
+  return conditions.filter((c) => c.type !== type);
+}
+
+export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+const BLOCKERS: ReadonlySet<ConditionCategory> = new Set(["Critical", "Error"]);
+
+export function hasBlocker(conditions: readonly Condition[] | undefined): boolean {
+  return (conditions ?? []).some((c) => c.status === "True" && BLOCKERS.has(c.category));
+}
+
+/** On a phase change the previous phase's warnings are dropped; durable conditions stay. */
+export function keepDurable(conditions: readonly Condition[]): Condition[] {
+  return conditions.filter((c) => c.durable);
+}

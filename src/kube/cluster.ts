@@ -1,0 +1,32 @@
+/**
+ * The narrow interface every phase is written against. One implementation talks to a real API server
+ * (kubeCluster.ts); unit tests use an in-memory fake. Every method reads fresh from the API server:
+ * there is no cache anywhere in this project.
+ */
+import type { KubeObject, ObjectRef } from "./objects";
+
+export interface EnsureResult<T extends KubeObject> {
+  object: T;
+  /** false: an object with that name already existed and was adopted as it is. */
+  created: boolean;
+}
+
+export interface Cluster {
+  /** For messages: "source", "destination" or "host" (and the server, when known). */
+  readonly name: string;
+  get<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T | undefined>;
+  /** Create-or-adopt: AlreadyExists returns the existing object unchanged. */
+  ensure<T extends KubeObject>(object: T): Promise<EnsureResult<T>>;
+  list<T extends KubeObject = KubeObject>(
+    kind: { apiVersion: string; kind: string },
+    namespace: string | undefined,
+    labels: Record<string, string>,
+  ): Promise<T[]>;
+  /** Deleting an object that is already gone is not an error. */
+  delete(ref: ObjectRef): Promise<"deleted" | "absent">;
+  /** Merge-patch the status subresource (no resourceVersion guard: used for monotonic progress only). */
+  patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void>;
+  podLogs(namespace: string, name: string, container: string, tailLines: number): Promise<string>;
+  /** Whether the API server serves this group/version/kind (e.g. OpenShift Routes). */
+  serves(kind: { apiVersion: string; kind: string }): Promise<boolean>;
+}

@@ -1,0 +1,74 @@
+/**
+ * Reads DirectVolumeMigrations fresh from the API server and writes their status guarded by the
+ * resourceVersion that was read: a write based on an old read is refused (409) instead of overwriting.
+ */
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { DVM_GROUP, DVM_PLURAL, DVM_VERSION, DvmStatusSchema, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
+import { toKubeApiError } from "./errors";
+
+export interface DvmStore {
+  /** A fresh read (never a cache); undefined when the DVM does not exist. */
+  get(namespace: string, name: string): Promise<DirectVolumeMigration | undefined>;
+  /**
+   * Replace the status, refused with a conflict (KubeApiError.isConflict) when the object changed since
+   * `resourceVersion`. Returns the new resourceVersion.
+   */
+  writeStatus(dvm: DirectVolumeMigration, status: DvmStatus): Promise<string>;
+}
+
+/** A JSON merge patch that turns `before` into `after` at the top level (null deletes a key). */
+export function statusMergePatch(before: DvmStatus, after: DvmStatus): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(before)) if (!(key in after)) patch[key] = null;
+  for (const [key, value] of Object.entries(after)) {
+    if (JSON.stringify((before as Record<string, unknown>)[key]) !== JSON.stringify(value)) patch[key] = value ?? null;
+  }
+  return patch;
+}
+
+export function toDvm(raw: unknown): DirectVolumeMigration {
+  const obj = raw as DirectVolumeMigration;
+  const status = DvmStatusSchema.safeParse(obj.status ?? {});
+  // A status this controller cannot read is treated as empty: the itinerary starts over, the ledger
+  // keeps completed phases from running again.
+  return { ...obj, status: status.success ? status.data : {} };
+}
+
+export class KubeDvmStore implements DvmStore {
+  private readonly api: CustomObjectsApi;
+  constructor(kubeConfig: KubeConfig) {
+    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+  }
+
+  async get(namespace: string, name: string): Promise<DirectVolumeMigration | undefined> {
+    try {
+      const raw = await this.api.getNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name });
+      return toDvm(raw);
+    } catch (error) {
+      const e = toKubeApiError(error, `read DirectVolumeMigration ${namespace}/${name}`);
+      if (e.isNotFound) return undefined;
+      throw e;
+    }
+  }
+
+  async writeStatus(dvm: DirectVolumeMigration, status: DvmStatus): Promise<string> {
+    const { namespace, name, resourceVersion } = dvm.metadata;
+    try {
+      const result = (await this.api.patchNamespacedCustomObjectStatus(
+        {
+          group: DVM_GROUP,
+          version: DVM_VERSION,
+          namespace,
+          plural: DVM_PLURAL,
+          name,
+          // resourceVersion in a patch body is a precondition: the server answers 409 if it moved.
+          body: { metadata: { resourceVersion }, status: statusMergePatch(dvm.status, status) },
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      )) as { metadata: { resourceVersion: string } };
+      return result.metadata.resourceVersion;
+    } catch (error) {
+      throw toKubeApiError(error, `write status of DirectVolumeMigration ${namespace}/${name}`);
+    }
+  }
+}

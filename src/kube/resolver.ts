@@ -1,0 +1,100 @@
+/**
+ * How a phase function reaches the source and destination clusters: spec.sourceCluster and
+ * spec.destinationCluster name a Secret (in the DVM's namespace unless set) holding a kubeconfig;
+ * absent means the host cluster itself. A reference that does not resolve is bad input, named by field.
+ */
+import { KubeConfig } from "@kubernetes/client-node";
+import type { ClusterRef, DvmSpec } from "../dvm/types";
+import { MigrationInputError } from "../phases/types";
+import type { MigrationClusters } from "../phases/types";
+import type { Cluster } from "./cluster";
+import { KubeCluster } from "./kubeCluster";
+import { KINDS, type KubeObject } from "./objects";
+
+interface SecretObject extends KubeObject {
+  data?: Record<string, string>;
+}
+
+export interface ClusterResolver {
+  resolve(dvmNamespace: string, spec: Pick<DvmSpec, "sourceCluster" | "destinationCluster">): Promise<MigrationClusters>;
+}
+
+function serverOf(kubeConfig: KubeConfig): string | undefined {
+  return kubeConfig.getCurrentCluster()?.server;
+}
+
+export class SecretClusterResolver implements ClusterResolver {
+  /** Clients are reused across invocations of a warm container, keyed by the Secret's resourceVersion. */
+  private readonly cache = new Map<string, KubeCluster>();
+  readonly host: KubeCluster;
+
+  constructor(hostKubeConfig: KubeConfig) {
+    this.host = new KubeCluster("host", hostKubeConfig);
+  }
+
+  async resolve(dvmNamespace: string, spec: Pick<DvmSpec, "sourceCluster" | "destinationCluster">): Promise<MigrationClusters> {
+    const errors: string[] = [];
+    const source = await this.clusterFor("source", "spec.sourceCluster", dvmNamespace, spec.sourceCluster, errors);
+    const destination = await this.clusterFor("destination", "spec.destinationCluster", dvmNamespace, spec.destinationCluster, errors);
+    if (errors.length > 0 || !source || !destination) throw new MigrationInputError(errors);
+    return {
+      host: this.host,
+      source,
+      destination,
+      sameCluster: serverOf(source.kubeConfig) === serverOf(destination.kubeConfig),
+    };
+  }
+
+  private async clusterFor(
+    role: string,
+    field: string,
+    dvmNamespace: string,
+    ref: ClusterRef | undefined,
+    errors: string[],
+  ): Promise<KubeCluster | undefined> {
+    if (!ref) return new KubeCluster(role, this.host.kubeConfig);
+    const { name, key } = ref.kubeconfigSecretRef;
+    const namespace = ref.kubeconfigSecretRef.namespace ?? dvmNamespace;
+    const secret = await this.host.get<SecretObject>({ ...KINDS.Secret, namespace, name });
+    if (!secret) {
+      errors.push(`${field}.kubeconfigSecretRef.name: Secret ${namespace}/${name} not found`);
+      return undefined;
+    }
+    const cacheKey = `${role}/${namespace}/${name}/${key}@${secret.metadata.resourceVersion}`;
+    const cached = this.cache.get(cacheKey);
+    if (cached) return cached;
+    const encoded = secret.data?.[key];
+    if (!encoded) {
+      errors.push(`${field}.kubeconfigSecretRef.key: Secret ${namespace}/${name} has no key "${key}"`);
+      return undefined;
+    }
+    const kubeConfig = new KubeConfig();
+    try {
+      kubeConfig.loadFromString(Buffer.from(encoded, "base64").toString("utf8"));
+      if (!kubeConfig.getCurrentCluster()) throw new Error("no current cluster");
+    } catch {
+      // The parser's message may quote the file: never echo credentials into a condition.
+      errors.push(`${field}.kubeconfigSecretRef.key: key "${key}" of Secret ${namespace}/${name} is not a valid kubeconfig`);
+      return undefined;
+    }
+    const cluster = new KubeCluster(role, kubeConfig);
+    this.cache.set(cacheKey, cluster);
+    return cluster;
+  }
+}
+
+/** Stand-in for a cluster that cannot be reached during failure cleanup: nothing was created there. */
+export function unreachableCluster(name: string): Cluster {
+  return {
+    name,
+    get: async () => undefined,
+    ensure: async () => {
+      throw new Error(`${name} cluster is not reachable`);
+    },
+    list: async () => [],
+    delete: async () => "absent",
+    patchStatus: async () => {},
+    podLogs: async () => "",
+    serves: async () => false,
+  };
+}

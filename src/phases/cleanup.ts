@@ -1,0 +1,89 @@
+/**
+ * Deleting this DVM's transient transfer objects, and waiting until they are gone. Selection is by this
+ * DVM's uid plus the transfer label: another migration's objects and the migrated data are never touched.
+ */
+import { CONDITION } from "../dvm/conditions";
+import { KINDS, type KubeObject } from "../kube/objects";
+import type { Cluster } from "../kube/cluster";
+import { LABEL, transferNames, transferSelector } from "./names";
+import { runningSince } from "./timing";
+import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { uniqueNamespaces } from "./volumes";
+
+const TRANSFER_KINDS = [KINDS.Pod, KINDS.Service, KINDS.Secret, KINDS.ConfigMap, KINDS.Route];
+const WARN_AFTER_MS = 3 * 60_000;
+
+interface Scope {
+  cluster: Cluster;
+  namespaces: string[];
+}
+
+function scopes(ctx: PhaseContext): Scope[] {
+  const { source, destination, sameCluster } = ctx.clusters;
+  const from = uniqueNamespaces(ctx.volumes.map((v) => v.from));
+  const to = uniqueNamespaces(ctx.volumes.map((v) => v.to));
+  if (sameCluster) return [{ cluster: destination, namespaces: [...new Set([...from, ...to])].sort() }];
+  return [
+    { cluster: source, namespaces: from },
+    { cluster: destination, namespaces: to },
+  ];
+}
+
+async function remaining(ctx: PhaseContext): Promise<KubeObject[]> {
+  const found: KubeObject[] = [];
+  for (const { cluster, namespaces } of scopes(ctx)) {
+    for (const namespace of namespaces) {
+      for (const kind of TRANSFER_KINDS) {
+        if (kind === KINDS.Route && !(await cluster.serves(KINDS.Route))) continue;
+        found.push(...(await cluster.list(kind, namespace, transferSelector(ctx.dvm))));
+      }
+    }
+  }
+  return found;
+}
+
+async function deleteAll(ctx: PhaseContext): Promise<number> {
+  let deleted = 0;
+  for (const { cluster, namespaces } of scopes(ctx)) {
+    for (const namespace of namespaces) {
+      for (const kind of TRANSFER_KINDS) {
+        if (kind === KINDS.Route && !(await cluster.serves(KINDS.Route))) continue;
+        for (const object of await cluster.list(kind, namespace, transferSelector(ctx.dvm))) {
+          if ((await cluster.delete({ ...kind, namespace, name: object.metadata.name })) === "deleted") deleted++;
+        }
+      }
+    }
+  }
+  const names = transferNames(ctx.dvm);
+  for (const secret of [names.credentialsSecret, names.pkiSecret]) {
+    if ((await ctx.clusters.host.delete({ ...KINDS.Secret, namespace: ctx.dvm.namespace, name: secret })) === "deleted") deleted++;
+  }
+  return deleted;
+}
+
+/** Deletes transfer objects; also progress records when spec.deleteProgressReportingCRs is set. */
+export function deleteTransferResources(options: { progressRecords: boolean }): PhaseBody {
+  return async (ctx) => {
+    const deleted = await deleteAll(ctx);
+    if (options.progressRecords && ctx.spec.deleteProgressReportingCRs) {
+      for (const record of await ctx.clusters.host.list(KINDS.DirectVolumeMigrationProgress, ctx.dvm.namespace, { [LABEL.dvmUid]: ctx.dvm.uid })) {
+        await ctx.clusters.host.delete({ ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: record.metadata.name });
+      }
+    }
+    ctx.log.info("transfer resources deleted", { deleted });
+    return advance();
+  };
+}
+
+export const waitForTransferResourcesGone: PhaseBody = async (ctx) => {
+  const left = await remaining(ctx);
+  if (left.length === 0) return advance();
+  const names = left.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`);
+  const waited = ctx.clock.now() - runningSince(ctx.status, ctx.clock);
+  return wait(`${left.length} transfer resources still terminating`, {
+    warnings:
+      waited > WARN_AFTER_MS
+        ? [{ type: CONDITION.RsyncTransferPodsPending, status: "True", category: "Warn", reason: "ResourcesTerminating", message: `Still terminating: ${names.slice(0, 10).join(", ")}` }]
+        : [],
+  });
+};

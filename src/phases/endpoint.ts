@@ -1,0 +1,112 @@
+/**
+ * The endpoint that exposes each destination namespace's rsync server (through stunnel): a Service of the
+ * requested type, or an OpenShift Route (TLS passthrough) in front of a ClusterIP Service.
+ */
+import { CONDITION } from "../dvm/conditions";
+import type { EndpointType } from "../dvm/types";
+import { KINDS, refOf, type KubeObject, type ServiceObject } from "../kube/objects";
+import { STUNNEL_PORT, transferLabels, transferNames } from "./names";
+import { runningSince } from "./timing";
+import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { uniqueNamespaces } from "./volumes";
+
+export const SERVER_ROLE = "rsync-server";
+const WARN_AFTER_MS = 3 * 60_000;
+
+export function endpointTypeOf(ctx: Pick<PhaseContext, "spec">): EndpointType {
+  return ctx.spec.endpointType ?? "ClusterIP";
+}
+
+export function endpointService(ctx: PhaseContext, namespace: string): ServiceObject {
+  const type = endpointTypeOf(ctx);
+  return {
+    ...KINDS.Service,
+    metadata: { name: transferNames(ctx.dvm).endpointService, namespace, labels: transferLabels(ctx.dvm, "endpoint") },
+    spec: {
+      type: type === "Route" ? "ClusterIP" : type,
+      selector: transferLabels(ctx.dvm, SERVER_ROLE),
+      ports: [{ name: "stunnel", port: STUNNEL_PORT, targetPort: STUNNEL_PORT, protocol: "TCP" }],
+    },
+  };
+}
+
+export function endpointRoute(ctx: PhaseContext, namespace: string): KubeObject {
+  const names = transferNames(ctx.dvm);
+  return {
+    ...KINDS.Route,
+    metadata: { name: names.endpointRoute, namespace, labels: transferLabels(ctx.dvm, "endpoint") },
+    spec: {
+      to: { kind: "Service", name: names.endpointService },
+      port: { targetPort: STUNNEL_PORT },
+      tls: { termination: "passthrough" },
+    },
+  };
+}
+
+export const createRsyncEndpoint: PhaseBody = async (ctx) => {
+  const { destination } = ctx.clusters;
+  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
+    await destination.ensure(endpointService(ctx, namespace));
+    if (endpointTypeOf(ctx) === "Route") await destination.ensure(endpointRoute(ctx, namespace));
+  }
+  return advance();
+};
+
+export interface EndpointAddress {
+  host: string;
+  port: number;
+}
+
+interface RouteObject extends KubeObject {
+  status?: { ingress?: { host?: string; conditions?: { type: string; status: string }[] }[] };
+}
+
+interface NodeObject extends KubeObject {
+  status?: { addresses?: { type: string; address: string }[] };
+}
+
+/**
+ * Where a client on the source reaches the rsync server of `namespace`, or why it cannot yet.
+ * Read fresh each time rather than stored: the address of a LoadBalancer or Route appears later.
+ */
+export async function endpointAddress(ctx: PhaseContext, namespace: string): Promise<EndpointAddress | { pending: string }> {
+  const { destination, sameCluster } = ctx.clusters;
+  const names = transferNames(ctx.dvm);
+  const service = await destination.get<ServiceObject>(refOf("Service", namespace, names.endpointService));
+  if (!service) return { pending: `Service ${namespace}/${names.endpointService} does not exist` };
+  switch (endpointTypeOf(ctx)) {
+    case "ClusterIP":
+      if (sameCluster) return { host: `${names.endpointService}.${namespace}.svc`, port: STUNNEL_PORT };
+      return service.spec?.clusterIP ? { host: service.spec.clusterIP, port: STUNNEL_PORT } : { pending: "no cluster IP assigned yet" };
+    case "LoadBalancer": {
+      const ingress = service.status?.loadBalancer?.ingress?.[0];
+      const host = ingress?.ip ?? ingress?.hostname;
+      return host ? { host, port: STUNNEL_PORT } : { pending: "the load balancer has no address yet" };
+    }
+    case "NodePort": {
+      const nodePort = service.spec?.ports?.[0]?.nodePort;
+      if (!nodePort) return { pending: "no node port assigned yet" };
+      const nodes = await destination.list<NodeObject>(KINDS.Node, undefined, {});
+      const address = nodes.flatMap((n) => n.status?.addresses ?? []).find((a) => a.type === "InternalIP" || a.type === "ExternalIP");
+      return address ? { host: address.address, port: nodePort } : { pending: "no node address found" };
+    }
+    case "Route": {
+      const route = await destination.get<RouteObject>(refOf("Route", namespace, names.endpointRoute));
+      const ingress = route?.status?.ingress?.find((i) => i.conditions?.some((c) => c.type === "Admitted" && c.status === "True"));
+      return ingress?.host ? { host: ingress.host, port: 443 } : { pending: "the Route is not admitted yet" };
+    }
+  }
+}
+
+export const ensureRsyncEndpointReady: PhaseBody = async (ctx) => {
+  const pending: string[] = [];
+  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
+    const address = await endpointAddress(ctx, namespace);
+    if ("pending" in address) pending.push(`${namespace}: ${address.pending}`);
+  }
+  if (pending.length === 0) return advance();
+  const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;
+  return wait(pending.join("; "), {
+    warnings: late ? [{ type: CONDITION.RsyncEndpointNotReady, status: "True", category: "Warn", reason: "NotReady", message: pending.join("; ") }] : [],
+  });
+};

@@ -1,0 +1,196 @@
+/**
+ * RunRsyncOperations: one rsync client pod per volume per attempt on the source, retried up to the
+ * backoff limit, with progress collected into the progress records and the DVM status. The pods
+ * themselves are the record of attempts (the newest attempt label wins), so a repeated poll or a
+ * repeated body after a crash decides the same thing and adopts what exists: no generateName.
+ */
+import { CONDITION } from "../dvm/conditions";
+import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
+import { KINDS, type PodObject } from "../kube/objects";
+import { parseRsyncProgress, rsyncClientPod, type RsyncProgress } from "../transfer";
+import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
+import { clientSecretName } from "./transferConfig";
+import { runningSince } from "./timing";
+import { advance, wait, type PhaseBody, type PhaseContext, type StatusUpdate } from "./types";
+import { formatPvc, specField, type VolumePair } from "./volumes";
+
+export const CLIENT_ROLE = "rsync-client";
+const PENDING_WARN_AFTER_MS = 10 * 60_000;
+const LOG_TAIL_LINES = 20;
+
+type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown";
+
+interface VolumeReport {
+  pair: VolumePair;
+  attempt: number;
+  state: VolumeState;
+  pod: string;
+  progress?: RsyncProgress;
+  error?: string;
+}
+
+export function backOffLimit(ctx: Pick<PhaseContext, "spec">): number {
+  // 0 means unset, as upstream.
+  return ctx.spec.backOffLimit || DEFAULT_BACKOFF_LIMIT;
+}
+
+export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
+  return rsyncClientPod({
+    name: clientPodName(ctx.dvm, pair, attempt),
+    namespace: pair.from.namespace,
+    labels: { ...transferLabels(ctx.dvm, CLIENT_ROLE), [LABEL.volume]: pair.id, [LABEL.attempt]: String(attempt) },
+    ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
+    ...(ctx.spec.transferImage ? { image: ctx.spec.transferImage } : {}),
+    configSecretName: clientSecretName(ctx, pair),
+    runAsRoot: ctx.spec.runAsRoot ?? false,
+    sourcePvc: pair.from,
+    destinationPvc: pair.to,
+    user: RSYNC_USER,
+    rsync: { verify: pair.verify },
+  });
+}
+
+function attemptOf(pod: PodObject): number {
+  const value = Number(pod.metadata.labels?.[LABEL.attempt]);
+  return Number.isInteger(value) && value > 0 ? value : 0;
+}
+
+function terminationMessage(pod: PodObject): string {
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "rsync")?.state?.terminated;
+  const parts = [
+    terminated ? `exit code ${terminated.exitCode}` : undefined,
+    terminated?.reason,
+    terminated?.message?.trim().split("\n").slice(-2).join(" "),
+    pod.status?.message,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(": ") : "the rsync client pod failed";
+}
+
+async function readProgress(ctx: PhaseContext, pod: PodObject): Promise<RsyncProgress | undefined> {
+  try {
+    const text = await ctx.clusters.source.podLogs(pod.metadata.namespace ?? "", pod.metadata.name, "rsync", LOG_TAIL_LINES);
+    return text ? parseRsyncProgress(text) : undefined;
+  } catch (error) {
+    // Progress is informative only: an unreadable log must never stall or fail the transfer.
+    ctx.log.debug("could not read rsync progress", { pod: pod.metadata.name, error: String(error) });
+    return undefined;
+  }
+}
+
+async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): Promise<VolumeReport> {
+  const { source } = ctx.clusters;
+  const pods = await source.list<PodObject>(KINDS.Pod, pair.from.namespace, { [LABEL.dvmUid]: ctx.dvm.uid, [LABEL.volume]: pair.id, [LABEL.role]: CLIENT_ROLE });
+  const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0];
+  if (!latest || attemptOf(latest) === 0) {
+    const pod = clientPodFor(ctx, pair, 1);
+    await source.ensure(pod);
+    return { pair, attempt: 1, state: "pending", pod: pod.metadata.name };
+  }
+  const attempt = attemptOf(latest);
+  const report = { pair, attempt, pod: latest.metadata.name };
+  switch (latest.status?.phase) {
+    case "Succeeded":
+      return { ...report, state: "succeeded", progress: { ...(await readProgress(ctx, latest)), percent: 100, finished: true } };
+    case "Failed": {
+      const error = terminationMessage(latest);
+      if (attempt >= limit) return { ...report, state: "failed", error };
+      const next = clientPodFor(ctx, pair, attempt + 1);
+      await source.ensure(next);
+      // Only once the next attempt exists: the newest pod always records how far the retries got.
+      for (const old of pods.filter((p) => attemptOf(p) <= attempt)) await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name });
+      ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
+      return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
+    }
+    case "Running": {
+      const progress = await readProgress(ctx, latest);
+      return { ...report, state: "running", ...(progress ? { progress } : {}) };
+    }
+    case "Pending":
+    case undefined:
+      return { ...report, state: "pending" };
+    default:
+      return { ...report, state: "unknown" };
+  }
+}
+
+function podProgress(report: VolumeReport): PodProgress {
+  const p = report.progress;
+  return {
+    name: report.pod,
+    namespace: report.pair.from.namespace,
+    pvcRef: report.pair.from,
+    ...(p?.percent !== undefined ? { lastObservedProgressPercent: `${p.percent}%` } : {}),
+    ...(p?.rate ? { lastObservedTransferRate: p.rate } : {}),
+    ...(p?.elapsedSeconds !== undefined ? { totalElapsedTime: `${p.elapsedSeconds}s` } : {}),
+  };
+}
+
+function statusOf(reports: VolumeReport[]): StatusUpdate {
+  const list = (state: VolumeState) => reports.filter((r) => r.state === state).map(podProgress);
+  const rsyncOperations: RsyncOperation[] = reports.map((r) => ({
+    pvcReference: r.pair.from,
+    currentAttempt: r.attempt,
+    ...(r.state === "succeeded" ? { succeeded: true } : {}),
+    ...(r.state === "failed" ? { failed: true } : {}),
+  }));
+  return {
+    rsyncOperations,
+    successfulPods: list("succeeded"),
+    failedPods: list("failed"),
+    runningPods: list("running"),
+    pendingPods: list("pending"),
+    unknownPods: list("unknown"),
+  };
+}
+
+async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<void> {
+  const p = report.progress;
+  try {
+    await ctx.clusters.host.patchStatus(
+      { ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: progressName(ctx.dvm, report.pair) },
+      {
+        podName: report.pod,
+        podNamespace: report.pair.from.namespace,
+        attempt: report.attempt,
+        phase: report.state,
+        ...(p?.percent !== undefined ? { lastObservedProgressPercent: `${p.percent}%`, totalProgressPercentage: `${p.percent}%` } : {}),
+        ...(p?.rate ? { lastObservedTransferRate: p.rate } : {}),
+        ...(p?.bytesTransferred !== undefined ? { bytesTransferred: p.bytesTransferred } : {}),
+        ...(report.error ? { logMessage: report.error } : {}),
+      },
+    );
+  } catch (error) {
+    ctx.log.debug("could not record progress", { record: progressName(ctx.dvm, report.pair), error: String(error) });
+  }
+}
+
+export const runRsyncOperations: PhaseBody = async (ctx) => {
+  const limit = backOffLimit(ctx);
+  const reports: VolumeReport[] = [];
+  for (const pair of ctx.volumes) {
+    const report = await driveVolume(ctx, pair, limit);
+    await recordProgress(ctx, report);
+    reports.push(report);
+  }
+  const status = statusOf(reports);
+  const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
+  if (open.length > 0) {
+    const pendingTooLong = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > PENDING_WARN_AFTER_MS && reports.some((r) => r.state === "pending");
+    return wait(`${open.length} of ${reports.length} volumes still transferring`, {
+      status,
+      warnings: pendingTooLong
+        ? [{ type: CONDITION.RsyncClientPodsPending, status: "True", category: "Warn", reason: "PodStuckInContainerCreating", message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}` }]
+        : [],
+    });
+  }
+  const failed = reports.filter((r) => r.state === "failed");
+  if (failed.length > 0) {
+    return {
+      kind: "fail",
+      category: "Critical",
+      status,
+      errors: failed.map((r) => `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempts: ${r.error}`),
+    };
+  }
+  return advance(status);
+};

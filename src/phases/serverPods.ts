@@ -1,0 +1,65 @@
+/**
+ * CreateRsyncTransferPods and WaitForRsyncTransferPodsRunning: one rsync server pod (rsync daemon +
+ * stunnel server) per destination namespace, mounting that namespace's destination PVCs.
+ */
+import { CONDITION } from "../dvm/conditions";
+import { refOf, type PodObject } from "../kube/objects";
+import { rsyncServerPod } from "../transfer";
+import { SERVER_ROLE } from "./endpoint";
+import { transferLabels, transferNames } from "./names";
+import { runningSince } from "./timing";
+import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { uniqueNamespaces } from "./volumes";
+
+const WARN_AFTER_MS = 3 * 60_000;
+
+export function serverPodFor(ctx: PhaseContext, namespace: string) {
+  const names = transferNames(ctx.dvm);
+  return rsyncServerPod({
+    name: names.serverPod,
+    namespace,
+    labels: transferLabels(ctx.dvm, SERVER_ROLE),
+    ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
+    ...(ctx.spec.transferImage ? { image: ctx.spec.transferImage } : {}),
+    configSecretName: names.rsyncServerSecret,
+    runAsRoot: ctx.spec.runAsRoot ?? false,
+    pvcs: ctx.volumes.filter((v) => v.to.namespace === namespace).map((v) => v.to),
+  });
+}
+
+export const createRsyncTransferPods: PhaseBody = async (ctx) => {
+  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
+    const { created } = await ctx.clusters.destination.ensure(serverPodFor(ctx, namespace));
+    ctx.log.info(created ? "rsync server pod created" : "rsync server pod exists", { namespace });
+  }
+  return advance();
+};
+
+export const waitForRsyncTransferPodsRunning: PhaseBody = async (ctx) => {
+  const names = transferNames(ctx.dvm);
+  const notRunning: string[] = [];
+  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
+    const pod = await ctx.clusters.destination.get<PodObject>(refOf("Pod", namespace, names.serverPod));
+    if (!pod) {
+      // Gone (evicted, deleted by hand): create it again; it is the same deterministic object.
+      await ctx.clusters.destination.ensure(serverPodFor(ctx, namespace));
+      notRunning.push(`${namespace}/${names.serverPod} (recreated)`);
+    } else if (pod.status?.phase !== "Running") {
+      notRunning.push(`${namespace}/${names.serverPod} (${pod.status?.phase ?? "Pending"})`);
+    }
+  }
+  if (notRunning.length === 0) return advance();
+  const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;
+  return wait(`rsync server pods not running: ${notRunning.join(", ")}`, {
+    warnings: late
+      ? [{
+          type: CONDITION.RsyncTransferPodsPending,
+          status: "True",
+          category: "Warn",
+          reason: "PodsPending",
+          message: `rsync server pods not running after 3 minutes: ${notRunning.map((p) => `kubectl describe pod -n ${p.split("/")[0]} ${p.split("/")[1]!.split(" ")[0]}`).join("; ")}`,
+        }]
+      : [],
+  });
+};
+

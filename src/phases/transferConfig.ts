@@ -1,0 +1,99 @@
+/**
+ * CreateRsyncConfig and CreateStunnelConfig: the rsync password and the migration's PKI are created once
+ * on the host (create-or-adopt, so a repeated phase reuses them), then rendered into one transfer Secret
+ * per destination namespace (server side) and one per volume on the source (client side).
+ */
+import { KINDS, refOf, type KubeObject } from "../kube/objects";
+import {
+  clientTransferSecretData,
+  generateRsyncPassword,
+  generateTransferPki,
+  serverTransferSecretData,
+  transferSecret,
+  type TransferPki,
+} from "../transfer";
+import { endpointAddress } from "./endpoint";
+import { ownerLabels, RSYNC_USER, TRANSFER_SERVER_NAME, transferLabels, transferNames, dvmShortId } from "./names";
+import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { uniqueNamespaces, type VolumePair } from "./volumes";
+
+interface SecretObject extends KubeObject {
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
+const decode = (secret: SecretObject, key: string): string | undefined => {
+  const value = secret.data?.[key];
+  return value === undefined ? secret.stringData?.[key] : Buffer.from(value, "base64").toString("utf8");
+};
+
+/** Creates the host Secret from `generate()` unless it exists; returns the adopted or created values. */
+async function hostSecret(ctx: PhaseContext, name: string, keys: readonly string[], generate: () => Promise<Record<string, string>>): Promise<Record<string, string>> {
+  const { host } = ctx.clusters;
+  const existing = await host.get<SecretObject>(refOf("Secret", ctx.dvm.namespace, name));
+  const secret = existing ?? (await host.ensure<SecretObject>({
+    ...KINDS.Secret,
+    type: "Opaque",
+    metadata: {
+      name,
+      namespace: ctx.dvm.namespace,
+      labels: ownerLabels(ctx.dvm),
+      // Deleted with the DVM by the garbage collector, even if cleanup never runs.
+      ownerReferences: [{ apiVersion: "migration.openshift.io/v1alpha1", kind: "DirectVolumeMigration", name: ctx.dvm.name, uid: ctx.dvm.uid, controller: true }],
+    },
+    stringData: await generate(),
+  })).object;
+  const values: Record<string, string> = {};
+  for (const key of keys) {
+    const value = decode(secret, key);
+    if (value === undefined) throw new Error(`host Secret ${ctx.dvm.namespace}/${name} lacks key ${key}`);
+    values[key] = value;
+  }
+  return values;
+}
+
+const PASSWORD_KEY = "password";
+const PKI_KEYS = ["caCertPem", "serverCertPem", "serverKeyPem", "clientCertPem", "clientKeyPem"] as const;
+
+export function rsyncPassword(ctx: PhaseContext): Promise<string> {
+  return hostSecret(ctx, transferNames(ctx.dvm).credentialsSecret, [PASSWORD_KEY], async () => ({ [PASSWORD_KEY]: generateRsyncPassword() })).then((v) => v[PASSWORD_KEY]!);
+}
+
+export async function transferPki(ctx: PhaseContext): Promise<TransferPki> {
+  const values = await hostSecret(ctx, transferNames(ctx.dvm).pkiSecret, PKI_KEYS, async () => {
+    const pki = await generateTransferPki({ commonName: `dvm-${dvmShortId(ctx.dvm)}`, serverDnsNames: [TRANSFER_SERVER_NAME], includeLoopback: false });
+    return { ...pki };
+  });
+  return values as unknown as TransferPki;
+}
+
+export function clientSecretName(ctx: Pick<PhaseContext, "dvm">, pair: Pick<VolumePair, "id">): string {
+  return `${transferNames(ctx.dvm).rsyncClientSecret}-${pair.id}`;
+}
+
+export const createRsyncConfig: PhaseBody = async (ctx) => {
+  await rsyncPassword(ctx);
+  return advance();
+};
+
+export const createStunnelConfig: PhaseBody = async (ctx) => {
+  const { source, destination } = ctx.clusters;
+  const password = await rsyncPassword(ctx);
+  const pki = await transferPki(ctx);
+  const runAsRoot = ctx.spec.runAsRoot ?? false;
+  const names = transferNames(ctx.dvm);
+
+  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
+    const pvcs = ctx.volumes.filter((v) => v.to.namespace === namespace).map((v) => v.to);
+    const data = serverTransferSecretData({ pvcs, user: RSYNC_USER, password, pki, runAsRoot });
+    await destination.ensure(transferSecret({ name: names.rsyncServerSecret, namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }));
+  }
+  for (const pair of ctx.volumes) {
+    const address = await endpointAddress(ctx, pair.to.namespace);
+    // The endpoint was ready one phase ago; if it lost its address since, wait for it again.
+    if ("pending" in address) return wait(`endpoint of ${pair.to.namespace}: ${address.pending}`);
+    const data = clientTransferSecretData({ password, pki, endpointHost: address.host, endpointPort: address.port, checkHost: TRANSFER_SERVER_NAME });
+    await source.ensure(transferSecret({ name: clientSecretName(ctx, pair), namespace: pair.from.namespace, labels: transferLabels(ctx.dvm, "rsync-client"), data }));
+  }
+  return advance();
+};

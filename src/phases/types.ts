@@ -1,0 +1,68 @@
+/**
+ * A phase is one function from a context to an outcome, as a controller-runtime reconciler is.
+ * The runner, not the phase, deals with the ledger, the status write and retries.
+ */
+import type { Clock } from "../clock";
+import type { ItineraryName, PhaseName } from "../dvm/itinerary";
+import type { Condition, DvmSpec, DvmStatus } from "../dvm/types";
+import type { Cluster } from "../kube/cluster";
+import type { Logger } from "../log";
+import type { VolumePair } from "./volumes";
+
+export interface DvmIdentity {
+  name: string;
+  namespace: string;
+  uid: string;
+  generation: number;
+}
+
+export interface MigrationClusters {
+  /** Where the DVM lives: credentials, PKI and progress records are kept here. */
+  host: Cluster;
+  /** Where data is read from (for a rollback, the original destination). */
+  source: Cluster;
+  /** Where data is written to (for a rollback, the original source). */
+  destination: Cluster;
+  /** True when source and destination are the same API server (in-cluster service DNS works). */
+  sameCluster: boolean;
+}
+
+export interface PhaseContext {
+  dvm: DvmIdentity;
+  spec: DvmSpec;
+  /** The status as read fresh at the start of this invocation. */
+  status: DvmStatus;
+  itinerary: ItineraryName;
+  phase: PhaseName;
+  clusters: MigrationClusters;
+  /** The volumes to move, in transfer direction (already swapped for a rollback). */
+  volumes: VolumePair[];
+  /** The ledger attempt number of this execution (a fencing token; 1 on the first). */
+  attempt: number;
+  clock: Clock;
+  log: Logger;
+}
+
+/** Status fields a phase may set; the runner merges them into the status it writes. */
+export type StatusUpdate = Partial<Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">>;
+
+export type PhaseOutcome =
+  /** The phase is done; the runner records it and moves the DVM to the next step. */
+  | { kind: "advance"; status?: StatusUpdate }
+  /** Not yet: poll again after `afterMs` (or on the next event). Warnings are re-asserted each poll. */
+  | { kind: "wait"; reason: string; afterMs?: number; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] }
+  /** The migration cannot succeed: go to the failure itinerary with these errors (each names its subject). */
+  | { kind: "fail"; errors: string[]; category?: "Critical" | "Warn"; status?: StatusUpdate };
+
+export type PhaseBody = (ctx: PhaseContext) => Promise<PhaseOutcome>;
+
+/** Thrown by a phase for a problem no retry can fix (bad input); everything else is retried. */
+export class MigrationInputError extends Error {
+  override readonly name = "MigrationInputError";
+  constructor(readonly errors: string[]) {
+    super(errors.join("; "));
+  }
+}
+
+export const advance = (status?: StatusUpdate): PhaseOutcome => (status ? { kind: "advance", status } : { kind: "advance" });
+export const wait = (reason: string, extra: Omit<Extract<PhaseOutcome, { kind: "wait" }>, "kind" | "reason"> = {}): PhaseOutcome => ({ kind: "wait", reason, ...extra });

@@ -1,0 +1,84 @@
+/**
+ * In-memory Cluster for unit tests of phase decisions (pure logic). It counts creations per object, so
+ * tests can assert that a side effect happened exactly once. Integration tests use the real API server.
+ */
+import type { Cluster, EnsureResult } from "../../src/kube/cluster";
+import type { KubeObject, ObjectRef } from "../../src/kube/objects";
+
+const keyOf = (ref: ObjectRef) => `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ""}|${ref.name}`;
+
+export class FakeCluster implements Cluster {
+  readonly objects = new Map<string, KubeObject>();
+  readonly creations = new Map<string, number>();
+  readonly logs = new Map<string, string>();
+  readonly servedKinds = new Set<string>();
+  private version = 1;
+
+  constructor(readonly name: string) {}
+
+  add(...objects: KubeObject[]): this {
+    for (const object of objects) this.objects.set(keyOf(this.refOf(object)), this.stamp(structuredClone(object)));
+    return this;
+  }
+
+  async get<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T | undefined> {
+    const found = this.objects.get(keyOf(ref));
+    return found ? (structuredClone(found) as T) : undefined;
+  }
+
+  async ensure<T extends KubeObject>(object: T): Promise<EnsureResult<T>> {
+    const key = keyOf(this.refOf(object));
+    const existing = this.objects.get(key);
+    if (existing) return { object: structuredClone(existing) as T, created: false };
+    this.creations.set(key, (this.creations.get(key) ?? 0) + 1);
+    const stored = this.stamp(structuredClone(object));
+    this.objects.set(key, stored);
+    return { object: structuredClone(stored) as T, created: true };
+  }
+
+  async list<T extends KubeObject = KubeObject>(kind: { apiVersion: string; kind: string }, namespace: string | undefined, labels: Record<string, string>): Promise<T[]> {
+    return [...this.objects.values()]
+      .filter((o) => o.apiVersion === kind.apiVersion && o.kind === kind.kind)
+      .filter((o) => namespace === undefined || o.metadata.namespace === namespace)
+      .filter((o) => Object.entries(labels).every(([k, v]) => o.metadata.labels?.[k] === v))
+      .map((o) => structuredClone(o) as T);
+  }
+
+  async delete(ref: ObjectRef): Promise<"deleted" | "absent"> {
+    return this.objects.delete(keyOf(ref)) ? "deleted" : "absent";
+  }
+
+  async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {
+    const found = this.objects.get(keyOf(ref));
+    if (found) found.status = { ...((found.status as object) ?? {}), ...status };
+  }
+
+  async podLogs(namespace: string, name: string): Promise<string> {
+    return this.logs.get(`${namespace}/${name}`) ?? "";
+  }
+
+  async serves(kind: { apiVersion: string; kind: string }): Promise<boolean> {
+    return this.servedKinds.has(`${kind.apiVersion}/${kind.kind}`) || !kind.apiVersion.includes("openshift");
+  }
+
+  /** Test helper: set a field of a stored object (e.g. a pod's phase, as a kubelet would). */
+  mutate(ref: ObjectRef, change: (object: KubeObject) => void): void {
+    const found = this.objects.get(keyOf(ref));
+    if (!found) throw new Error(`no ${keyOf(ref)}`);
+    change(found);
+  }
+
+  totalCreations(kind?: string): number {
+    return [...this.creations.entries()].filter(([k]) => !kind || k.split("|")[1] === kind).reduce((sum, [, n]) => sum + n, 0);
+  }
+
+  private refOf(object: KubeObject): ObjectRef {
+    return { apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
+  }
+
+  private stamp(object: KubeObject): KubeObject {
+    object.metadata.resourceVersion = String(this.version++);
+    object.metadata.uid ??= `uid-${this.version}`;
+    return object;
+  }
+}

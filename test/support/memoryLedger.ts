@@ -1,0 +1,64 @@
+/**
+ * In-memory PhaseLedger with the same conditional semantics as the DynamoDB one, for unit tests of the
+ * runner's decisions. The real ledger is tested against DynamoDB Local in test/integration.
+ */
+import { LostClaimError } from "../../src/ledger";
+import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "../../src/ledger";
+
+const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
+
+export class MemoryLedger implements PhaseLedger {
+  readonly entries = new Map<string, LedgerEntry & { leaseExpiresAt: number }>();
+  constructor(private readonly now: () => number = Date.now) {}
+
+  async claim(key: LedgerKey, opts: ClaimOptions): Promise<ClaimResult> {
+    const now = this.now();
+    const entry = this.entries.get(keyOf(key));
+    if (entry?.state === "COMPLETED") return { kind: "completed", outcome: entry.outcome!, attempts: entry.attempts };
+    if (entry?.state === "RUNNING" && entry.leaseExpiresAt >= now) return { kind: "held", attempt: entry.attempts, leaseExpiresAt: entry.leaseExpiresAt };
+    const takeover = entry?.state === "RUNNING";
+    const next = {
+      key,
+      state: "RUNNING" as const,
+      attempts: (entry?.attempts ?? 0) + 1,
+      takeovers: (entry?.takeovers ?? 0) + (takeover ? 1 : 0),
+      waits: entry?.waits ?? 0,
+      failures: entry?.failures ?? 0,
+      startedAt: entry?.startedAt ?? now,
+      leaseExpiresAt: now + opts.leaseMs,
+      ...(opts.dvm ? { dvm: opts.dvm } : {}),
+    };
+    this.entries.set(keyOf(key), next);
+    return { kind: "claimed", claim: { key, attempt: next.attempts, leaseExpiresAt: next.leaseExpiresAt, takeover } };
+  }
+
+  private held(claim: Claim) {
+    const entry = this.entries.get(keyOf(claim.key));
+    if (!entry || entry.state !== "RUNNING" || entry.attempts !== claim.attempt) {
+      throw new LostClaimError(claim.key, claim.attempt, entry ? { attempt: entry.attempts, state: entry.state } : undefined);
+    }
+    return entry;
+  }
+
+  async complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord> {
+    const entry = this.held(claim);
+    const finishedAt = this.now();
+    const record = { ...outcome, finishedAt };
+    Object.assign(entry, { state: "COMPLETED", outcome: record, finishedAt, elapsedSeconds: (finishedAt - entry.startedAt) / 1000 });
+    return record;
+  }
+
+  async fail(claim: Claim, error: string): Promise<void> {
+    const entry = this.held(claim);
+    Object.assign(entry, { state: "RETRYING", failures: entry.failures + 1, lastError: error, leaseExpiresAt: 0 });
+  }
+
+  async release(claim: Claim): Promise<void> {
+    const entry = this.held(claim);
+    Object.assign(entry, { state: "WAITING", waits: entry.waits + 1, leaseExpiresAt: 0 });
+  }
+
+  async history(uid: string): Promise<LedgerEntry[]> {
+    return [...this.entries.values()].filter((e) => e.key.uid === uid).sort((a, b) => a.startedAt - b.startedAt);
+  }
+}

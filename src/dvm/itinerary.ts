@@ -179,5 +179,6 @@ export function firstPhase(itinerary: ItineraryName): PhaseName {
   return ITINERARIES[itinerary][0];
 }
 
-/** Phases that execute a body (everything but the terminal one), across all itineraries. */
-export const EXECUTABLE_PHASES: PhaseName[] = PHASE_NAMES.filter((p) => !phaseSpec(p).terminal);
+/** The phases that execute a body: all but the terminal one. */
+export type ExecutablePhaseName = Exclude<PhaseName, "Completed">;
+export const EXECUTABLE_PHASES = PHASE_NAMES.filter((p): p is ExecutablePhaseName => !phaseSpec(p).terminal);

@@ -2,7 +2,7 @@
  * Which body executes which phase. Keyed by the itinerary table's phase names, so the compiler reports a
  * phase added to the table without a body.
  */
-import type { PhaseName } from "../dvm/itinerary";
+import type { ExecutablePhaseName } from "../dvm/itinerary";
 import { deleteTransferResources, waitForTransferResourcesGone } from "./cleanup";
 import { createRsyncEndpoint, ensureRsyncEndpointReady } from "./endpoint";
 import { createDestinationNamespaces } from "./namespaces";
@@ -14,7 +14,7 @@ import { runRsyncOperations } from "./rsyncOperations";
 import { started } from "./started";
 import { advance, type PhaseBody } from "./types";
 
-export const PHASE_BODIES: Record<Exclude<PhaseName, "Completed">, PhaseBody> = {
+export const PHASE_BODIES: Record<ExecutablePhaseName, PhaseBody> = {
   Started: started,
   CleanStaleRsyncResources: deleteTransferResources({ progressRecords: false }),
   WaitForStaleRsyncResourcesTerminated: waitForTransferResourcesGone,

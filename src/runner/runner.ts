@@ -9,7 +9,7 @@
  */
 import { systemClock, type Clock } from "../clock";
 import { CONDITION, setCondition } from "../dvm/conditions";
-import { nextPhase, phaseSpec, type PhaseName } from "../dvm/itinerary";
+import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
 import { parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
@@ -27,7 +27,7 @@ export interface RunnerOptions {
   ledger: PhaseLedger;
   clusters: ClusterResolver;
   /** Phase bodies; the default is the real ones. Tests may wrap them to count executions. */
-  bodies?: Record<Exclude<PhaseName, "Completed">, PhaseBody>;
+  bodies?: Record<ExecutablePhaseName, PhaseBody>;
   clock?: Clock;
   log?: Logger;
   /** How long a claim is exclusive. Longer than the function timeout, so a live holder is never overtaken. */
@@ -48,7 +48,7 @@ interface Transition {
 }
 
 export class PhaseRunner {
-  private readonly bodies: Record<Exclude<PhaseName, "Completed">, PhaseBody>;
+  private readonly bodies: Record<ExecutablePhaseName, PhaseBody>;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly leaseMs: number;
@@ -87,7 +87,7 @@ export class PhaseRunner {
 
     const { uid, generation, namespace, name } = fresh.metadata;
     let log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
-    const claimed = await ledger.claim({ uid, phase: position.phase as Exclude<PhaseName, "Completed">, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
+    const claimed = await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
 
     if (claimed.kind === "held") {
       log.info("phase held by another invocation", { holderAttempt: claimed.attempt });
@@ -111,7 +111,7 @@ export class PhaseRunner {
     try {
       const context = await this.context(fresh, parsed, position, claim, log);
       log.info("phase started");
-      outcome = await this.bodies[position.phase as Exclude<PhaseName, "Completed">](context);
+      outcome = await this.bodies[position.phase](context);
     } catch (error) {
       if (error instanceof MigrationInputError) {
         outcome = { kind: "fail", errors: error.errors, category: "Critical" };
@@ -180,6 +180,10 @@ export class PhaseRunner {
       if (!(inFailure && error instanceof MigrationInputError)) throw error;
       const host = (await this.options.clusters.resolve(fresh.metadata.namespace, {})).host;
       clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
+    }
+    if (position.itinerary === "VolumeMigrationRollback") {
+      // Data flows back: the original destination is read from and the original source written to.
+      clusters = { ...clusters, source: clusters.destination, destination: clusters.source };
     }
     const { name, namespace, uid, generation } = fresh.metadata;
     return {

@@ -9,7 +9,7 @@ import { SecretClusterResolver } from "../kube/resolver";
 import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "../ledger";
 import type { Logger } from "../log";
 import type { PhaseBody } from "../phases/types";
-import type { PhaseName } from "../dvm/itinerary";
+import type { ExecutablePhaseName } from "../dvm/itinerary";
 import { PhaseRunner, type RunnerOptions } from "../runner/runner";
 
 export interface PhaseRunnerConfig {
@@ -21,7 +21,7 @@ export interface PhaseRunnerConfig {
   clock?: Clock;
   log?: Logger;
   leaseMs?: number;
-  bodies?: Record<Exclude<PhaseName, "Completed">, PhaseBody>;
+  bodies?: Record<ExecutablePhaseName, PhaseBody>;
   onResult?: RunnerOptions["onResult"];
 }
 

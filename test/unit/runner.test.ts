@@ -4,7 +4,7 @@
  * test/integration.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, ITINERARIES, type PhaseName } from "../../src/dvm/itinerary";
+import { EXECUTABLE_PHASES, ITINERARIES, type ExecutablePhaseName, type PhaseName } from "../../src/dvm/itinerary";
 import { findCondition } from "../../src/dvm/conditions";
 import type { ClusterResolver } from "../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../src/phases/types";
@@ -16,7 +16,7 @@ import { MemoryDvmStore } from "../support/memoryStore";
 
 const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
 
-type Bodies = Record<Exclude<PhaseName, "Completed">, PhaseBody>;
+type Bodies = Record<ExecutablePhaseName, PhaseBody>;
 
 function countingBodies(overrides: Partial<Record<PhaseName, () => Promise<PhaseOutcome>>> = {}) {
   const executions = new Map<string, number>();

@@ -1,0 +1,147 @@
+/**
+ * Fixtures for end-to-end migrations on the two test clusters: source namespaces with PVCs, a target
+ * storage class on the destination, the destination's kubeconfig as a Secret on the host (the source
+ * cluster hosts the DVMs), and a driver that calls the runner the way the relay does.
+ */
+import { readFileSync } from "node:fs";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
+import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, type DirectVolumeMigration } from "../../src/dvm/types";
+import { toDvm } from "../../src/kube/dvmStore";
+import { LABEL } from "../../src/phases/names";
+import type { PhaseRunner } from "../../src/runner/runner";
+import type { ReconcileRequest, RunResult } from "../../src/runner/request";
+import type { TestClusters } from "./clusters";
+
+export interface MigrationFixture {
+  run: string;
+  dvmNamespace: string;
+  storageClass: string;
+  /** [source namespace, target namespace] pairs. */
+  namespaces: { shop: string; ops: string; shopTarget: string; opsTarget: string };
+  spec: Record<string, unknown>;
+  sameCluster: boolean;
+}
+
+const ignoreExists = (error: unknown) => {
+  if ((error as { code?: number }).code !== 409) throw error;
+};
+
+export async function createMigrationFixture(clusters: TestClusters, run: string): Promise<MigrationFixture> {
+  const sameCluster = clusters.source.getCurrentCluster()?.server === clusters.destination.getCurrentCluster()?.server;
+  const core = clusters.source.makeApiClient(CoreV1Api);
+  const shop = `shop-${run}`;
+  const ops = `ops-${run}`;
+  const dvmNamespace = `dvm-${run}`;
+  const storageClass = `fast-${run}`;
+  for (const name of [shop, ops, dvmNamespace]) {
+    await core.createNamespace({ body: { metadata: { name, labels: { team: name.split("-")[0]!, [`${name.split("-")[0]}.example.com/tier`]: "gold" } } } }).catch(ignoreExists);
+  }
+  const pvc = (namespace: string, name: string, size: string) =>
+    core
+      .createNamespacedPersistentVolumeClaim({
+        namespace,
+        body: { metadata: { name, labels: { app: name } }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: size } } } },
+      })
+      .catch(ignoreExists);
+  await pvc(shop, "db", "1Gi");
+  await pvc(shop, "media", "5Gi");
+  await pvc(ops, "logs", "2Gi");
+  await clusters.destination
+    .makeApiClient(StorageV1Api)
+    .createStorageClass({ body: { metadata: { name: storageClass }, provisioner: "kubernetes.io/no-provisioner" } })
+    .catch(ignoreExists);
+  await core
+    .createNamespacedSecret({
+      namespace: dvmNamespace,
+      body: { metadata: { name: "destination-kubeconfig" }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
+    })
+    .catch(ignoreExists);
+  // On one cluster for both sides (kind with a single context), targets must not be the sources.
+  const shopTarget = sameCluster ? `${shop}-dst` : shop;
+  const opsTarget = `${ops}-dst`;
+  const spec = {
+    destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },
+    persistentVolumeClaims: [
+      { name: "db", namespace: shop, targetNamespace: shopTarget, targetStorageClass: storageClass, targetAccessModes: ["ReadWriteOnce"] },
+      { name: "media", namespace: shop, targetNamespace: shopTarget, targetName: "media-new", targetStorageClass: storageClass, targetAccessModes: ["ReadWriteMany"] },
+      { name: "logs", namespace: ops, targetNamespace: opsTarget, targetStorageClass: storageClass, targetAccessModes: ["ReadWriteOnce"], verify: true },
+    ],
+  };
+  return { run, dvmNamespace, storageClass, namespaces: { shop, ops, shopTarget, opsTarget }, spec, sameCluster };
+}
+
+export async function createDvm(kc: KubeConfig, namespace: string, name: string, spec: unknown): Promise<DirectVolumeMigration> {
+  const created = await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: DVM_GROUP,
+    version: DVM_VERSION,
+    namespace,
+    plural: DVM_PLURAL,
+    body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name, namespace }, spec },
+  });
+  return toDvm(created);
+}
+
+export async function readDvm(kc: KubeConfig, namespace: string, name: string): Promise<DirectVolumeMigration> {
+  return toDvm(await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name }));
+}
+
+export function requestFor(dvm: DirectVolumeMigration): ReconcileRequest {
+  const { uid, namespace, name, generation, resourceVersion } = dvm.metadata;
+  return { uid, namespace, name, generation, resourceVersion };
+}
+
+/**
+ * Calls the runner until the DVM is finished, as the relay would: again at once after progress, after
+ * the requeue delay (capped, to keep tests quick) while a phase waits. `each` may add more calls
+ * (duplicates, stale replays) around every step.
+ */
+export async function driveToCompletion(
+  runner: PhaseRunner,
+  request: ReconcileRequest,
+  options: { maxSteps?: number; maxDelayMs?: number; each?: (step: number) => Promise<unknown> } = {},
+): Promise<RunResult[]> {
+  const results: RunResult[] = [];
+  for (let step = 0; step < (options.maxSteps ?? 400); step++) {
+    const result = await runner.run(request);
+    results.push(result);
+    await options.each?.(step);
+    if (result.kind === "finished" || result.kind === "gone") return results;
+    const delay = "requeueAfterMs" in result ? result.requeueAfterMs : "retryAfterMs" in result ? result.retryAfterMs : 0;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(delay, options.maxDelayMs ?? 250)));
+  }
+  throw new Error(`the migration did not finish; last results: ${JSON.stringify(results.slice(-3))}`);
+}
+
+/**
+ * Counts creations of this DVM's objects from the API server's own watch events (not from our logs):
+ * name → number of ADDED events.
+ */
+export class CreationCounter {
+  readonly added = new Map<string, number>();
+  private readonly aborts: AbortController[] = [];
+
+  static async start(kc: KubeConfig, uid: string, paths: string[]): Promise<CreationCounter> {
+    const counter = new CreationCounter();
+    for (const path of paths) {
+      const abort = await new Watch(kc).watch(path, { labelSelector: `${LABEL.dvmUid}=${uid}` }, (type, object: { kind?: string; metadata?: { namespace?: string; name?: string } }) => {
+        if (type !== "ADDED") return;
+        const key = `${path}:${object.metadata?.namespace}/${object.metadata?.name}`;
+        counter.added.set(key, (counter.added.get(key) ?? 0) + 1);
+      }, () => undefined);
+      counter.aborts.push(abort);
+    }
+    return counter;
+  }
+
+  count(pathPart: string): number {
+    return [...this.added.entries()].filter(([k]) => k.includes(pathPart)).reduce((sum, [, n]) => sum + n, 0);
+  }
+
+  repeated(): string[] {
+    return [...this.added.entries()].filter(([, n]) => n > 1).map(([k]) => k);
+  }
+
+  stop(): void {
+    for (const abort of this.aborts) abort.abort();
+  }
+}

@@ -23,6 +23,16 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          name: "chaos",
+          include: ["test/chaos/**/*.test.ts"],
+          globalSetup: ["test/setup/dynamo.ts", "test/setup/clusters.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

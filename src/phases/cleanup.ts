@@ -29,13 +29,21 @@ function scopes(ctx: PhaseContext): Scope[] {
   ];
 }
 
-async function remaining(ctx: PhaseContext): Promise<KubeObject[]> {
-  const found: KubeObject[] = [];
+/** Every transient transfer object of this DVM on the source and destination, with where it lives. */
+interface Found {
+  cluster: Cluster;
+  /** From the query: items of a list response carry no apiVersion/kind of their own. */
+  kind: { apiVersion: string; kind: string };
+  object: KubeObject;
+}
+
+async function transferObjects(ctx: PhaseContext): Promise<Found[]> {
+  const found: Found[] = [];
   for (const { cluster, namespaces } of scopes(ctx)) {
+    const kinds = (await cluster.serves(KINDS.Route)) ? TRANSFER_KINDS : TRANSFER_KINDS.filter((k) => k !== KINDS.Route);
     for (const namespace of namespaces) {
-      for (const kind of TRANSFER_KINDS) {
-        if (kind === KINDS.Route && !(await cluster.serves(KINDS.Route))) continue;
-        found.push(...(await cluster.list(kind, namespace, transferSelector(ctx.dvm))));
+      for (const kind of kinds) {
+        for (const object of await cluster.list(kind, namespace, transferSelector(ctx.dvm))) found.push({ cluster, kind, object });
       }
     }
   }
@@ -44,15 +52,8 @@ async function remaining(ctx: PhaseContext): Promise<KubeObject[]> {
 
 async function deleteAll(ctx: PhaseContext): Promise<number> {
   let deleted = 0;
-  for (const { cluster, namespaces } of scopes(ctx)) {
-    for (const namespace of namespaces) {
-      for (const kind of TRANSFER_KINDS) {
-        if (kind === KINDS.Route && !(await cluster.serves(KINDS.Route))) continue;
-        for (const object of await cluster.list(kind, namespace, transferSelector(ctx.dvm))) {
-          if ((await cluster.delete({ ...kind, namespace, name: object.metadata.name })) === "deleted") deleted++;
-        }
-      }
-    }
+  for (const { cluster, kind, object } of await transferObjects(ctx)) {
+    if ((await cluster.delete({ ...kind, namespace: object.metadata.namespace, name: object.metadata.name })) === "deleted") deleted++;
   }
   const names = transferNames(ctx.dvm);
   for (const secret of [names.credentialsSecret, names.pkiSecret]) {
@@ -76,9 +77,9 @@ export function deleteTransferResources(options: { progressRecords: boolean }): 
 }
 
 export const waitForTransferResourcesGone: PhaseBody = async (ctx) => {
-  const left = await remaining(ctx);
+  const left = await transferObjects(ctx);
   if (left.length === 0) return advance();
-  const names = left.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`);
+  const names = left.map(({ kind, object }) => `${kind.kind} ${object.metadata.namespace}/${object.metadata.name}`);
   const waited = ctx.clock.now() - runningSince(ctx.status, ctx.clock);
   return wait(`${left.length} transfer resources still terminating`, {
     warnings:

@@ -1,0 +1,249 @@
+/**
+ * serverless.yml, checked through what it produces: `osls package` runs offline (dummy credentials)
+ * for both function layouts, and the CloudFormation template and the zip are inspected. No services are
+ * needed, but packaging bundles with esbuild: the hooks have a generous timeout.
+ */
+import { execFile } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { inflateRawSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { phaseFunctionKeys, phaseFunctionName, type FunctionLayout } from "../../src/aws/functionLayout";
+import { EXECUTABLE_PHASES, PHASES } from "../../src/dvm/itinerary";
+import { DEFAULT_LEASE_MS } from "../../src/runner/runner";
+import ledgerTable from "../../infra/ledger-table.json" with { type: "json" };
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, "..", "..");
+const STAGE = "ci";
+const SERVICE = "dvm-serverless";
+const LAYOUTS: FunctionLayout[] = ["shared", "per-phase"];
+const PACKAGE_TIMEOUT_MS = 240_000;
+
+// CloudFormation JSON, read by path: typing every intrinsic function would only restate the template.
+type Json = Record<string, any>;
+interface Packaged {
+  dir: string;
+  template: Json;
+  resources: Json;
+  zip: Buffer;
+}
+
+const packaged = new Map<FunctionLayout, Packaged>();
+const scratch = mkdtempSync(join(tmpdir(), "dvm-sls-package-"));
+
+/**
+ * A private service directory: a copy of serverless.yml (osls wants a real file) and symlinks to the
+ * repository's other top-level entries. osls always writes
+ * <service>/.serverless (and serverless-esbuild <service>/.esbuild) before moving the result to
+ * --package, so two packagings in one directory (both layouts here, or another test run in parallel)
+ * would trip over each other.
+ */
+function isolatedServiceDir(name: string): string {
+  const dir = join(scratch, `service-${name}`);
+  mkdirSync(dir);
+  for (const entry of readdirSync(ROOT)) {
+    if ([".git", ".serverless", ".esbuild", ".serverless-offline"].includes(entry)) continue;
+    if (entry === "serverless.yml") copyFileSync(join(ROOT, entry), join(dir, entry));
+    else symlinkSync(join(ROOT, entry), join(dir, entry));
+  }
+  return dir;
+}
+
+async function osPackage(layout: FunctionLayout): Promise<Packaged> {
+  const dir = join(scratch, layout);
+  try {
+    await run(join(ROOT, "node_modules", ".bin", "osls"), ["package", "--stage", STAGE, "--package", dir, `--param=functionLayout=${layout}`], {
+      cwd: isolatedServiceDir(layout),
+      timeout: PACKAGE_TIMEOUT_MS,
+      maxBuffer: 16 << 20,
+      env: {
+        ...process.env,
+        AWS_ACCESS_KEY_ID: "test",
+        AWS_SECRET_ACCESS_KEY: "test",
+        AWS_SESSION_TOKEN: "",
+        AWS_PROFILE: "",
+        AWS_REGION: "us-east-1",
+        DVM_ESBUILD_WORK_FOLDER: "",
+      },
+    });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`osls package (${layout}) failed: ${e.message}\n${e.stdout ?? ""}\n${e.stderr ?? ""}`);
+  }
+  const template = JSON.parse(readFileSync(join(dir, "cloudformation-template-update-stack.json"), "utf8")) as Json;
+  return { dir, template, resources: template.Resources as Json, zip: readFileSync(join(dir, `${SERVICE}.zip`)) };
+}
+
+beforeAll(async () => {
+  const results = await Promise.all(LAYOUTS.map(osPackage));
+  LAYOUTS.forEach((layout, i) => packaged.set(layout, results[i]!));
+}, PACKAGE_TIMEOUT_MS * 2);
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const get = (layout: FunctionLayout) => packaged.get(layout)!;
+const ofType = (resources: Json, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type) as [string, Json][];
+const logicalId = (key: string) => `${key.charAt(0).toUpperCase()}${key.slice(1)}LambdaFunction`;
+const getAtt = (id: string, attribute = "Arn") => ({ "Fn::GetAtt": [id, attribute] });
+
+describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
+  it("generates the functions from the itinerary table", () => {
+    const { resources } = get(layout);
+    const functions = ofType(resources, "AWS::Lambda::Function");
+    const expected = phaseFunctionKeys(layout).map(logicalId);
+    expect(functions.map(([id]) => id).sort()).toEqual([...expected].sort());
+    if (layout === "per-phase") {
+      expect(functions).toHaveLength(EXECUTABLE_PHASES.length);
+      for (const phase of EXECUTABLE_PHASES) {
+        const fn = resources[logicalId(`phase${phase}`)];
+        expect(fn.Properties.FunctionName).toBe(phaseFunctionName(SERVICE, STAGE, layout, phase));
+        expect(fn.Properties.Description).toBe(`${phase}: ${PHASES[phase].description}`);
+      }
+    } else {
+      expect(functions).toHaveLength(1);
+      expect(functions[0]![1].Properties.FunctionName).toBe(phaseFunctionName(SERVICE, STAGE, layout, "Started"));
+    }
+  });
+
+  it("runs every function on nodejs22.x with the bundled handler, within the runner's lease", () => {
+    for (const [, fn] of ofType(get(layout).resources, "AWS::Lambda::Function")) {
+      expect(fn.Properties.Runtime).toBe("nodejs22.x");
+      expect(fn.Properties.Handler).toBe("functions/phase.handler");
+      // A live invocation must never be taken over: the lease outlasts the function timeout.
+      expect(fn.Properties.Timeout * 1000).toBeLessThan(DEFAULT_LEASE_MS);
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        LEDGER_TABLE_NAME: `${SERVICE}-${STAGE}-ledger`,
+        DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/host-kubeconfig`,
+      });
+    }
+  });
+
+  it("sends events Lambda gave up on to the dead-letter queue, with deliberate retry settings", () => {
+    const { resources } = get(layout);
+    expect(resources.PhaseFailureQueue?.Type).toBe("AWS::SQS::Queue");
+    const configs = ofType(resources, "AWS::Lambda::EventInvokeConfig");
+    const functions = ofType(resources, "AWS::Lambda::Function").map(([id]) => id);
+    expect(configs.map(([, c]) => c.Properties.FunctionName.Ref).sort()).toEqual([...functions].sort());
+    for (const [, config] of configs) {
+      expect(config.Properties).toMatchObject({
+        Qualifier: "$LATEST",
+        MaximumRetryAttempts: 2,
+        MaximumEventAgeInSeconds: 3600,
+        DestinationConfig: { OnFailure: { Destination: getAtt("PhaseFailureQueue") } },
+      });
+    }
+  });
+
+  it("grants the functions only the ledger table, the kubeconfig parameter, the queue and their logs", () => {
+    const { resources } = get(layout);
+    const role = resources.IamRoleLambdaExecution;
+    const statements = role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement) as Json[];
+    const byAction = new Map<string, unknown>();
+    for (const s of statements) {
+      expect(s.Effect).toBe("Allow");
+      for (const action of [s.Action].flat() as string[]) byAction.set(action, s.Resource);
+    }
+    expect([...byAction.keys()].sort()).toEqual(
+      ["dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:TagResource", "sqs:SendMessage", "ssm:GetParameter"].sort(),
+    );
+    expect(byAction.get("dynamodb:UpdateItem")).toEqual(getAtt("LedgerTable"));
+    expect(byAction.get("dynamodb:Query")).toEqual(getAtt("LedgerTable"));
+    expect(byAction.get("sqs:SendMessage")).toEqual(getAtt("PhaseFailureQueue"));
+    expect(JSON.stringify(byAction.get("ssm:GetParameter"))).toContain(`":parameter","/${SERVICE}/${STAGE}/host-kubeconfig"`);
+    // Log groups are the only resources named by pattern: this service and stage's own.
+    for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
+      expect(JSON.stringify(byAction.get(action))).toContain(`log-group:/aws/lambda/${SERVICE}-${STAGE}*:`);
+    }
+  });
+
+  it("lets the relay invoke the phase functions, by ARN, and nothing else", () => {
+    const { resources } = get(layout);
+    const policy = resources.RelayInvokePolicy;
+    expect(policy.Type).toBe("AWS::IAM::ManagedPolicy");
+    const statements = policy.Properties.PolicyDocument.Statement as Json[];
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatchObject({ Effect: "Allow", Action: ["lambda:InvokeFunction"] });
+    const targets = ofType(resources, "AWS::Lambda::Function").map(([id]) => getAtt(id));
+    expect(statements[0]!.Resource).toEqual(expect.arrayContaining(targets));
+    expect(statements[0]!.Resource).toHaveLength(targets.length);
+
+    const relay = resources.RelayRole;
+    expect(relay.Properties.Policies).toBeUndefined();
+    expect(relay.Properties.ManagedPolicyArns).toEqual([{ Ref: "RelayInvokePolicy" }]);
+    expect(relay.Properties.AssumeRolePolicyDocument.Statement).toEqual([expect.objectContaining({ Action: "sts:AssumeRole" })]);
+  });
+
+  it("uses no wildcard action and no wildcard resource in any IAM statement", () => {
+    const { resources } = get(layout);
+    const documents = [
+      ...ofType(resources, "AWS::IAM::Role").flatMap(([, r]) => (r.Properties.Policies ?? []).map((p: Json) => p.PolicyDocument)),
+      ...ofType(resources, "AWS::IAM::ManagedPolicy").map(([, r]) => r.Properties.PolicyDocument),
+      ...ofType(resources, "AWS::IAM::Policy").map(([, r]) => r.Properties.PolicyDocument),
+    ] as Json[];
+    expect(ofType(resources, "AWS::IAM::Role").map(([id]) => id).sort()).toEqual(["IamRoleLambdaExecution", "RelayRole"]);
+    for (const statement of documents.flatMap((d) => d.Statement as Json[])) {
+      for (const action of [statement.Action].flat() as string[]) expect(action, JSON.stringify(statement)).not.toContain("*");
+      for (const resource of [statement.Resource].flat()) {
+        expect(resource, JSON.stringify(statement)).not.toBe("*");
+        const text = JSON.stringify(resource);
+        if (text.includes("*")) expect(text, "only log groups may be matched by pattern").toMatch(/:log-group:\/aws\/lambda\/dvm-serverless-ci\*:/);
+      }
+    }
+  });
+
+  it("defines the ledger table exactly as infra/ledger-table.json, plus the stage's name", () => {
+    const { resources } = get(layout);
+    expect(resources.LedgerTable).toEqual({
+      ...ledgerTable,
+      Properties: { ...ledgerTable.Properties, TableName: `${SERVICE}-${STAGE}-ledger` },
+    });
+  });
+});
+
+describe("the deployment package", () => {
+  it("holds only the bundle, which loads in a fresh Node process", async () => {
+    const { zip } = get("shared");
+    const entries = readZip(zip);
+    expect([...entries.keys()]).toEqual(["functions/phase.cjs"]);
+    const bundle = join(scratch, "phase.cjs");
+    writeFileSync(bundle, entries.get("functions/phase.cjs")!);
+    // Loading runs module scope (Powertools, middy, the SDK clients' imports): nothing may need the network or env.
+    const { stdout } = await run(process.execPath, ["-e", `const m = require(${JSON.stringify(bundle)}); process.stdout.write(typeof m.handler)`], {
+      env: { PATH: process.env.PATH ?? "" },
+      timeout: 60_000,
+    });
+    expect(stdout).toBe("function");
+  }, 90_000);
+
+  it("is the same code for both layouts", () => {
+    const shared = readZip(get("shared").zip).get("functions/phase.cjs");
+    const perPhase = readZip(get("per-phase").zip).get("functions/phase.cjs");
+    expect(perPhase?.equals(shared!)).toBe(true);
+  });
+});
+
+/** The entries of a zip file (stored or deflated), from its central directory. */
+function readZip(zip: Buffer): Map<string, Buffer> {
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (end < 0) throw new Error("not a zip file");
+  const count = zip.readUInt16LE(end + 10);
+  let at = zip.readUInt32LE(end + 16);
+  const entries = new Map<string, Buffer>();
+  for (let i = 0; i < count; i++) {
+    const method = zip.readUInt16LE(at + 10);
+    const compressedSize = zip.readUInt32LE(at + 20);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const extraLength = zip.readUInt16LE(at + 30);
+    const commentLength = zip.readUInt16LE(at + 32);
+    const localHeader = zip.readUInt32LE(at + 42);
+    const name = zip.toString("utf8", at + 46, at + 46 + nameLength);
+    const dataStart = localHeader + 30 + zip.readUInt16LE(localHeader + 26) + zip.readUInt16LE(localHeader + 28);
+    const data = zip.subarray(dataStart, dataStart + compressedSize);
+    if (!name.endsWith("/")) entries.set(name, method === 8 ? inflateRawSync(data) : Buffer.from(data));
+    at += 46 + nameLength + extraLength + commentLength;
+  }
+  return entries;
+}

@@ -1,0 +1,187 @@
+/**
+ * Relay benchmark against a real kube-apiserver (started here unless KUBECONFIG names a cluster):
+ * 1. latency from sending a DVM's create to the start of its forward, p50/p99;
+ * 2. coalescing: many spec updates per DVM while forwards are slow, updates in vs forwards out, and
+ *    the most forwards of one uid ever in flight at once (must be 1);
+ * 3. a function that patches the status on every poll of a wait phase: forwards per second, which the
+ *    relay holds to the phase's requeue delay instead of the API server's speed.
+ * Figures only; nothing here is a pass/fail test.
+ *
+ *   npx tsx bench/relay.ts [dvms]
+ */
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { pathToFileURL } from "node:url";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { PHASES, PHASE_NAMES } from "../src/dvm/itinerary";
+import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
+import { startControlPlane, type ControlPlane } from "../src/local/controlPlane";
+import { silentLogger } from "../src/log";
+import { Relay } from "../src/relay/relay";
+import { InProcessTransport } from "../src/relay/transport";
+import type { ReconcileRequest, RunResult } from "../src/runner/request";
+
+export interface RelayBenchOptions {
+  /** DVMs created for the latency figure. Default 200. */
+  dvms?: number;
+  /** DVMs and spec updates per DVM for the coalescing figure. Default 20 x 20. */
+  stormDvms?: number;
+  updatesPerDvm?: number;
+  /** How long the self-patching function runs. Default 10 s. */
+  hotLoopSeconds?: number;
+  log?: (line: string) => void;
+}
+
+const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
+const quiet: RunResult = { kind: "waiting", phase: WAIT_PHASE, reason: "bench", requeueAfterMs: 600_000 };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+export async function runRelayBench(options: RelayBenchOptions = {}): Promise<void> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  let plane: ControlPlane | undefined;
+  let kubeConfig: KubeConfig;
+  if (process.env.KUBECONFIG) {
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromDefault();
+  } else {
+    plane = await startControlPlane({ name: "relay-bench", withKwok: false });
+    kubeConfig = plane.kubeConfig();
+  }
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+  const newNamespace = async () => {
+    const name = `relay-bench-${randomUUID().slice(0, 8)}`;
+    await core.createNamespace({ body: { metadata: { name } } });
+    return name;
+  };
+  const createDvm = async (namespace: string, name: string) =>
+    ((await custom.createNamespacedCustomObject({
+      group: DVM_GROUP,
+      version: DVM_VERSION,
+      namespace,
+      plural: DVM_PLURAL,
+      body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name }, spec: SPEC },
+    })) as { metadata: { uid: string } }).metadata.uid;
+  const dvmRef = (namespace: string, name: string) => ({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name });
+
+  try {
+    // 1. Latency: created -> forward started.
+    {
+      const namespace = await newNamespace();
+      const started = new Map<string, number>();
+      const relay = new Relay({
+        kubeConfig,
+        namespace,
+        log: silentLogger,
+        resyncMs: 0,
+        transport: new InProcessTransport(async (request) => {
+          if (!started.has(request.uid)) started.set(request.uid, performance.now());
+          return quiet;
+        }),
+      });
+      relay.start();
+      while (!relay.ready()) await sleep(20);
+      // Unmeasured first DVM: on a fresh, quiet apiserver the first event after the list waits for the
+      // watch cache to catch up with the list's resourceVersion (about 2 s), which is not the relay's cost.
+      const warmup = await createDvm(namespace, "warmup");
+      while (!started.has(warmup)) await sleep(20);
+      const created = new Map<string, number>();
+      for (let i = 0; i < (options.dvms ?? 200); i++) {
+        // From the moment the create is sent: its watch event can arrive before the create's own answer.
+        const sentAt = performance.now();
+        created.set(await createDvm(namespace, `latency-${i}`), sentAt);
+      }
+      while (started.size < created.size) await sleep(20);
+      const latencies = [...created].map(([uid, at]) => started.get(uid)! - at).sort((a, b) => a - b);
+      log(`create sent -> forward (${latencies.length} DVMs): p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`);
+      await relay.stop();
+    }
+
+    // 2. Coalescing under an update storm, with forwards that take 200 ms.
+    {
+      const namespace = await newNamespace();
+      const requests: ReconcileRequest[] = [];
+      const active = new Map<string, number>();
+      let maxPerUid = 0;
+      const relay = new Relay({
+        kubeConfig,
+        namespace,
+        log: silentLogger,
+        resyncMs: 0,
+        transport: new InProcessTransport(async (request) => {
+          requests.push(request);
+          active.set(request.uid, (active.get(request.uid) ?? 0) + 1);
+          maxPerUid = Math.max(maxPerUid, active.get(request.uid)!);
+          await sleep(200);
+          active.set(request.uid, active.get(request.uid)! - 1);
+          return quiet;
+        }),
+      });
+      relay.start();
+      while (!relay.ready()) await sleep(20);
+      const dvms = options.stormDvms ?? 20;
+      const updates = options.updatesPerDvm ?? 20;
+      const names = Array.from({ length: dvms }, (_, i) => `storm-${i}`);
+      await Promise.all(names.map((name) => createDvm(namespace, name)));
+      const t0 = performance.now();
+      await Promise.all(
+        names.map(async (name) => {
+          for (let u = 1; u <= updates; u++) await custom.patchNamespacedCustomObject({ ...dvmRef(namespace, name), body: { spec: { backOffLimit: u } } }, merge);
+        }),
+      );
+      // Done when every DVM's newest generation has been forwarded.
+      const latest = (name: string) => requests.filter((r) => r.name === name).at(-1)?.generation;
+      while (!names.every((name) => latest(name) === updates + 1)) await sleep(20);
+      const events = dvms * (updates + 1);
+      log(
+        `storm: ${events} writes (${dvms} DVMs x ${updates + 1}) -> ${requests.length} forwards ` +
+          `(${(requests.length / events).toFixed(2)} per write) in ${((performance.now() - t0) / 1000).toFixed(1)} s; ` +
+          `max in flight per uid ${maxPerUid}; live ${relay.stats().liveDvms}, queued uids ${relay.stats().queuedUids}`,
+      );
+      await relay.stop();
+    }
+
+    // 3. A function that patches status on every poll of a wait phase (fire-and-forget transport).
+    {
+      const namespace = await newNamespace();
+      let polls = 0;
+      const relay = new Relay({
+        kubeConfig,
+        namespace,
+        log: silentLogger,
+        resyncMs: 0,
+        transport: new InProcessTransport(async () => {
+          polls += 1;
+          await custom.patchNamespacedCustomObjectStatus({ ...dvmRef(namespace, "poller"), body: { status: { phase: WAIT_PHASE, polls } } }, merge);
+          return undefined;
+        }),
+      });
+      relay.start();
+      while (!relay.ready()) await sleep(20);
+      await createDvm(namespace, "poller");
+      const seconds = options.hotLoopSeconds ?? 10;
+      await sleep(seconds * 1000);
+      log(
+        `self-patching wait phase (${WAIT_PHASE}, requeue ${PHASES[WAIT_PHASE].requeueMs} ms): ${polls} forwards in ${seconds} s ` +
+          `(${(polls / seconds).toFixed(2)}/s; every forward wrote the status)`,
+      );
+      await relay.stop();
+    }
+  } finally {
+    await plane?.stop();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const dvms = process.argv[2] ? Number(process.argv[2]) : undefined;
+  runRelayBench(dvms ? { dvms } : {}).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

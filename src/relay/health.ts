@@ -1,0 +1,64 @@
+/**
+ * Liveness and readiness for the relay's Deployment: /healthz answers while the process runs,
+ * /readyz only while the DVM watch is synced and open. Both carry the relay's stats as JSON, so a
+ * `curl` is enough to see what it is doing.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface HealthServerOptions {
+  /** TCP port; 0 picks a free one (see HealthServer.port). Default 8080. */
+  port?: number;
+  /** Default "0.0.0.0", so the kubelet can reach it. */
+  host?: string;
+  /** Is the relay ready (synced and watching)? */
+  ready: () => boolean;
+  /** Anything JSON-serialisable, e.g. relay.stats(). */
+  stats: () => unknown;
+}
+
+export interface HealthServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_HEALTH_PORT = 8080;
+
+export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+      res.end(JSON.stringify(body));
+    };
+    try {
+      if (req.method !== "GET" && req.method !== "HEAD") return send(405, { error: "method not allowed" });
+      if (path === "/healthz") return send(200, { status: "ok", stats: options.stats() });
+      if (path === "/readyz") {
+        const ready = options.ready();
+        return send(ready ? 200 : 503, { status: ready ? "ready" : "not ready", stats: options.stats() });
+      }
+      return send(404, { error: `no such path ${path}` });
+    } catch (error) {
+      return send(500, { error: error instanceof Error ? error.message : String(error) });
+    }
+  });
+  // Probes open a connection each time; do not let idle keep-alive sockets hold up close().
+  server.keepAliveTimeout = 1_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? DEFAULT_HEALTH_PORT, options.host ?? "0.0.0.0", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}

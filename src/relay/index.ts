@@ -1,0 +1,15 @@
+/** The watch relay: watch DVMs and what they own, coalesce per uid, forward reconcile requests. */
+export { Relay, RELAY_DEFAULTS, type RelayCluster, type RelayOptions, type RelayStats, type WatchStats } from "./relay";
+export { InProcessTransport, type ForwardContext, type RelayTransport } from "./transport";
+export {
+  functionPerPhase,
+  LambdaInvokeError,
+  LambdaTransport,
+  RemoteFunctionError,
+  sharedFunction,
+  type LambdaTransportOptions,
+  type RelayInvocationType,
+} from "./lambdaTransport";
+export { WorkQueue, DEFAULT_CONCURRENCY, type WorkQueueOptions } from "./queue";
+export { startHealthServer, DEFAULT_HEALTH_PORT, type HealthServer, type HealthServerOptions } from "./health";
+export { parseRelayEnv, RelayConfigError, type RelayConfig } from "./config";

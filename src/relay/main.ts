@@ -1,0 +1,110 @@
+/**
+ * Entry point of the relay Deployment: settings from the environment (src/relay/config.ts), Lambda as
+ * the transport, the health server for the probes, and a graceful stop on SIGTERM/SIGINT (the kubelet's
+ * way of ending a pod) so that forwards in flight are not cut.
+ *
+ *   KUBECONFIG=... RELAY_FUNCTION_NAME=dvm-phase npx tsx src/relay/main.ts
+ */
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import { jsonLogger, type Logger } from "../log";
+import { parseRelayEnv, RelayConfigError, type RelayConfig } from "./config";
+import { startHealthServer } from "./health";
+import { functionPerPhase, LambdaTransport, sharedFunction } from "./lambdaTransport";
+import { Relay } from "./relay";
+
+/** The host cluster: KUBECONFIG when set, the pod's service account in a cluster, else ~/.kube/config. */
+function hostKubeConfig(config: RelayConfig): KubeConfig {
+  const kc = new KubeConfig();
+  if (config.kubeconfigPath) kc.loadFromFile(config.kubeconfigPath);
+  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  if (!kc.getCurrentCluster()) throw new RelayConfigError("relay configuration: KUBECONFIG: no current cluster in the kubeconfig");
+  return kc;
+}
+
+function kubeConfigFile(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
+
+/** Starts the relay and its health server; resolves with a function that stops both. */
+export async function runRelay(env: Record<string, string | undefined>, log: Logger): Promise<() => Promise<void>> {
+  const config = parseRelayEnv(env);
+  const kubeConfig = hostKubeConfig(config);
+  const transport = new LambdaTransport({
+    functionFor: config.target.kind === "shared" ? sharedFunction(config.target.name) : functionPerPhase(config.target.prefix),
+    invocationType: config.invocationType,
+    log,
+  });
+  const relay = new Relay({
+    kubeConfig,
+    transport,
+    clusters: config.podClusters.map((c) => ({ name: c.name, kubeConfig: kubeConfigFile(c.kubeconfigPath) })),
+    ...(config.namespace ? { namespace: config.namespace } : {}),
+    resyncMs: config.resyncMs,
+    concurrency: config.concurrency,
+    log,
+  });
+  const health = await startHealthServer({ port: config.healthPort, ready: () => relay.ready(), stats: () => relay.stats() });
+  relay.start();
+  log.info("relay running", {
+    target: config.target,
+    invocationType: config.invocationType,
+    healthPort: health.port,
+    podClusters: config.podClusters.map((c) => c.name),
+  });
+  return async () => {
+    await relay.stop();
+    await health.close();
+  };
+}
+
+async function main(): Promise<void> {
+  const log = jsonLogger({ component: "relay" });
+  let stop: () => Promise<void>;
+  try {
+    stop = await runRelay(process.env, log);
+  } catch (error) {
+    if (error instanceof RelayConfigError) {
+      log.error(error.message);
+      process.exit(2);
+    }
+    throw error;
+  }
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    // A second signal means "now": do not wait for forwards in flight.
+    if (stopping) process.exit(1);
+    stopping = true;
+    log.info("stopping", { signal });
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error("stop failed", { error: String(error) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`relay: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * The relay's timing decisions, as pure functions of what it observed. Every delay comes from the
+ * itinerary table (src/dvm/itinerary.ts) or from the function's own RunResult; none is invented here.
+ */
+import { isPhaseName, phaseSpec, POLL_REQUEUE_MS } from "../dvm/itinerary";
+import type { RunResult } from "../runner/request";
+
+/** The last forward of one DVM: what it was about and when it started. */
+export interface LastForward {
+  phase?: string;
+  generation?: number;
+  at: number;
+}
+
+/** The part of a DVM that says whether it moved on since the last forward. */
+export interface ForwardKey {
+  phase?: string;
+  generation?: number;
+}
+
+/** A phase the itinerary ends with: nothing to forward, the relay forgets the DVM. */
+export function isTerminalPhase(phase: string | undefined): boolean {
+  return isPhaseName(phase) && phaseSpec(phase).terminal === true;
+}
+
+/**
+ * How often one DVM may be forwarded while it stays in the same phase and generation: the phase's
+ * requeue delay. A DVM without a phase is about to run Started; a phase the itinerary does not know is
+ * the function's to judge, and is polled no faster than a wait phase.
+ */
+export function minForwardIntervalMs(phase: string | undefined): number {
+  if (phase === undefined) return phaseSpec("Started").requeueMs;
+  return isPhaseName(phase) ? phaseSpec(phase).requeueMs : POLL_REQUEUE_MS;
+}
+
+/**
+ * How long to hold a trigger (DVM event, owned pod event, resync) before forwarding.
+ * A new phase or generation is progress (or a new spec) and goes at once. Anything else, typically a
+ * status-only change that the function itself wrote while waiting, or an owned pod's heartbeat, waits
+ * until the phase's requeue delay has passed since the last forward. Keying on resourceVersion
+ * instead would let a function that patches status on every "not yet" drive itself in a hot loop.
+ */
+export function forwardDelay(now: number, current: ForwardKey, last: LastForward | undefined): number {
+  if (!last) return 0;
+  if (last.phase !== current.phase || last.generation !== current.generation) return 0;
+  return Math.max(0, last.at + minForwardIntervalMs(current.phase) - now);
+}
+
+export type FollowUp =
+  /** Forward again after `afterMs` unless an event makes it sooner. */
+  | { kind: "requeue"; afterMs: number; why: string }
+  /** The migration is over or the DVM is gone: drop everything about it. */
+  | { kind: "forget"; why: string }
+  /** Nothing scheduled: the next watch event (the phase change) or the periodic resync drives it. */
+  | { kind: "none" };
+
+/**
+ * What to schedule after a forward. The function's RunResult is exact when the transport returns one;
+ * a fire-and-forget transport returns nothing, and a waiting phase is then polled at its requeue delay.
+ */
+export function followUpAfter(result: RunResult | undefined, currentPhase: string | undefined): FollowUp {
+  if (result) {
+    switch (result.kind) {
+      case "advanced":
+      case "waiting":
+      case "duplicate":
+        return { kind: "requeue", afterMs: result.requeueAfterMs, why: `${result.kind} ${result.phase}` };
+      case "busy":
+      case "retry":
+        return { kind: "requeue", afterMs: result.retryAfterMs, why: `${result.kind} ${result.phase}` };
+      case "finished":
+        return { kind: "forget", why: "finished" };
+      case "gone":
+        return { kind: "forget", why: "gone" };
+      default: {
+        const unexpected: never = result;
+        throw new Error(`unknown RunResult ${JSON.stringify(unexpected)}`);
+      }
+    }
+  }
+  if (isTerminalPhase(currentPhase)) return { kind: "forget", why: `phase ${currentPhase}` };
+  if (isPhaseName(currentPhase) && phaseSpec(currentPhase).waits) {
+    return { kind: "requeue", afterMs: phaseSpec(currentPhase).requeueMs, why: `poll ${currentPhase}` };
+  }
+  return { kind: "none" };
+}

@@ -1,0 +1,33 @@
+/**
+ * How the relay hands a reconcile request to a phase function. The relay only forwards: the function
+ * reads the DVM fresh and the ledger makes each phase complete exactly once, so a transport may deliver
+ * a request more than once without harm.
+ */
+import type { ReconcileRequest, RunResult } from "../runner/request";
+
+/** What the relay knows besides the request, for routing only (e.g. one function per phase). */
+export interface ForwardContext {
+  /** The DVM's status.phase as the relay last saw it (absent for a DVM that has not started). */
+  phase?: string;
+}
+
+export interface RelayTransport {
+  /**
+   * Delivers `request`. Resolves with the function's RunResult when the transport waits for it, or
+   * undefined when it is fire-and-forget (the relay then schedules the next poll from the itinerary).
+   * Rejects when the request was not delivered or the function failed; the relay retries with backoff.
+   */
+  forward(request: ReconcileRequest, context?: ForwardContext): Promise<RunResult | undefined>;
+}
+
+/**
+ * Runs the phase function in this process: for tests and local runs. A function that resolves
+ * undefined stands in for a fire-and-forget transport.
+ */
+export class InProcessTransport implements RelayTransport {
+  constructor(private readonly run: (request: ReconcileRequest, context?: ForwardContext) => Promise<RunResult | undefined>) {}
+
+  forward(request: ReconcileRequest, context?: ForwardContext): Promise<RunResult | undefined> {
+    return this.run(request, context);
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * The relay's pure decisions: when to forward a trigger, what to schedule after a forward, and how it
+ * reads watched objects. Delays are checked against the itinerary table, never against copied numbers.
+ */
+import { describe, expect, it } from "vitest";
+import { PHASES, PHASE_NAMES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
+import { LABEL } from "../../../src/phases/names";
+import { backoffDelay } from "../../../src/relay/backoff";
+import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
+import { parseRunResult } from "../../../src/relay/runResult";
+import { followUpAfter, forwardDelay, isTerminalPhase, minForwardIntervalMs } from "../../../src/relay/schedule";
+import type { RunResult } from "../../../src/runner/request";
+
+const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
+const FAST_PHASE = PHASE_NAMES.find((p) => !PHASES[p].waits && !("terminal" in PHASES[p]))!;
+
+describe("forwardDelay: no hot loop, no lost progress", () => {
+  it("forwards at once when nothing was forwarded yet", () => {
+    expect(forwardDelay(1_000, { phase: WAIT_PHASE, generation: 1 }, undefined)).toBe(0);
+  });
+
+  it("forwards at once when the phase or the generation changed", () => {
+    const last = { phase: WAIT_PHASE, generation: 1, at: 1_000 };
+    expect(forwardDelay(1_001, { phase: FAST_PHASE, generation: 1 }, last)).toBe(0);
+    expect(forwardDelay(1_001, { phase: WAIT_PHASE, generation: 2 }, last)).toBe(0);
+    expect(forwardDelay(1_001, { phase: undefined, generation: 1 }, last)).toBe(0);
+  });
+
+  it("holds a same-phase trigger (status-only change, pod heartbeat) until the phase's requeue delay passed", () => {
+    const last = { phase: WAIT_PHASE, generation: 1, at: 1_000 };
+    const interval = PHASES[WAIT_PHASE].requeueMs;
+    expect(forwardDelay(1_000, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(interval);
+    expect(forwardDelay(1_000 + interval - 1, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(1);
+    expect(forwardDelay(1_000 + interval, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
+    expect(forwardDelay(1_000 + 10 * interval, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
+  });
+
+  it("takes the minimum interval from the itinerary; unknown phases poll like a wait phase", () => {
+    for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase)).toBe(PHASES[phase].requeueMs);
+    expect(minForwardIntervalMs(undefined)).toBe(PHASES.Started.requeueMs);
+    expect(minForwardIntervalMs("NoSuchPhase")).toBe(POLL_REQUEUE_MS);
+  });
+});
+
+describe("followUpAfter", () => {
+  const cases: Array<[RunResult, ReturnType<typeof followUpAfter>["kind"], number | undefined]> = [
+    [{ kind: "advanced", phase: "A", next: "B", requeueAfterMs: 100 }, "requeue", 100],
+    [{ kind: "waiting", phase: "A", reason: "pods", requeueAfterMs: 3_000 }, "requeue", 3_000],
+    [{ kind: "duplicate", phase: "A", next: "B", statusRepaired: true, requeueAfterMs: 50 }, "requeue", 50],
+    [{ kind: "busy", phase: "A", retryAfterMs: 700 }, "requeue", 700],
+    [{ kind: "retry", phase: "A", error: "x", retryAfterMs: 900 }, "requeue", 900],
+    [{ kind: "finished", phase: "Completed" }, "forget", undefined],
+    [{ kind: "gone" }, "forget", undefined],
+  ];
+  it.each(cases)("a RunResult %o is followed by %s", (result, kind, afterMs) => {
+    const next = followUpAfter(result, WAIT_PHASE);
+    expect(next.kind).toBe(kind);
+    if (next.kind === "requeue") expect(next.afterMs).toBe(afterMs);
+  });
+
+  it("without a RunResult (fire-and-forget), a wait phase is polled at its requeue delay", () => {
+    for (const phase of PHASE_NAMES.filter((p) => PHASES[p].waits)) {
+      expect(followUpAfter(undefined, phase)).toMatchObject({ kind: "requeue", afterMs: PHASES[phase].requeueMs });
+    }
+  });
+
+  it("without a RunResult, a phase that does not wait is driven by its phase-change event (nothing scheduled)", () => {
+    for (const phase of PHASE_NAMES.filter((p) => !PHASES[p].waits && !isTerminalPhase(p))) {
+      expect(followUpAfter(undefined, phase)).toEqual({ kind: "none" });
+    }
+    expect(followUpAfter(undefined, undefined)).toEqual({ kind: "none" });
+    expect(followUpAfter(undefined, "NoSuchPhase")).toEqual({ kind: "none" });
+  });
+
+  it("a terminal phase is forgotten", () => {
+    expect(isTerminalPhase("Completed")).toBe(true);
+    expect(isTerminalPhase(WAIT_PHASE)).toBe(false);
+    expect(isTerminalPhase(undefined)).toBe(false);
+    expect(followUpAfter(undefined, "Completed").kind).toBe("forget");
+  });
+});
+
+describe("backoffDelay", () => {
+  it("doubles from the initial delay up to the maximum", () => {
+    const opts = { initialMs: 100, maxMs: 1_000 };
+    expect([1, 2, 3, 4, 5, 100, 10_000].map((n) => backoffDelay(n, opts))).toEqual([100, 200, 400, 800, 1_000, 1_000, 1_000]);
+    expect(backoffDelay(0, opts)).toBe(0);
+  });
+});
+
+describe("parseObservedDvm", () => {
+  const metadata = { uid: "u-1", namespace: "ns", name: "dvm", resourceVersion: "42", generation: 3 };
+
+  it("reads identity and phase", () => {
+    expect(parseObservedDvm({ metadata, status: { phase: WAIT_PHASE } })).toEqual({
+      ok: true,
+      dvm: { ...metadata, phase: WAIT_PHASE },
+    });
+    expect(parseObservedDvm({ metadata })).toEqual({ ok: true, dvm: metadata });
+  });
+
+  it("forwards a DVM whose status is garbage, reporting the problem", () => {
+    for (const status of ["garbage", 42, [1, 2], { phase: 7 }, { phase: { nested: true } }]) {
+      const parsed = parseObservedDvm({ metadata, status });
+      expect(parsed.ok).toBe(true);
+      if (parsed.ok) {
+        expect(parsed.dvm.phase).toBeUndefined();
+        expect(parsed.statusProblem).toMatch(/status/);
+      }
+    }
+    // An unknown phase name is a string: kept, for the function to judge.
+    const unknown = parseObservedDvm({ metadata, status: { phase: "NoSuchPhase" } });
+    expect(unknown.ok && unknown.dvm.phase).toBe("NoSuchPhase");
+  });
+
+  it("rejects objects without identity, naming the field", () => {
+    expect(parseObservedDvm(null)).toMatchObject({ ok: false });
+    expect(parseObservedDvm("text")).toMatchObject({ ok: false });
+    const noUid = parseObservedDvm({ metadata: { ...metadata, uid: undefined } });
+    expect(noUid.ok).toBe(false);
+    if (!noUid.ok) expect(noUid.error).toContain("metadata.uid");
+    const badGeneration = parseObservedDvm({ metadata: { ...metadata, generation: "three" } });
+    expect(!badGeneration.ok && badGeneration.error).toContain("metadata.generation");
+  });
+});
+
+describe("owned objects", () => {
+  it("finds the DVM uid in the label, and nothing in anything else", () => {
+    expect(ownerUidOf({ metadata: { labels: { [LABEL.dvmUid]: "u-1" } } })).toBe("u-1");
+    expect(ownerUidOf({ metadata: { labels: { [LABEL.dvmUid]: "" } } })).toBeUndefined();
+    expect(ownerUidOf({ metadata: { labels: { other: "x" } } })).toBeUndefined();
+    expect(ownerUidOf({ metadata: { labels: "garbage" } })).toBeUndefined();
+    expect(ownerUidOf(undefined)).toBeUndefined();
+    expect(objectKey({ metadata: { namespace: "ns", name: "p" } })).toBe("ns/p");
+    expect(objectKey(42)).toBe("?");
+  });
+});
+
+describe("parseRunResult", () => {
+  it("accepts every RunResult kind and rejects anything else, naming the field", () => {
+    expect(parseRunResult({ kind: "waiting", phase: "A", reason: "r", requeueAfterMs: 3 })).toMatchObject({ ok: true });
+    expect(parseRunResult({ kind: "gone" })).toMatchObject({ ok: true });
+    expect(parseRunResult({ kind: "nope" })).toMatchObject({ ok: false });
+    const bad = parseRunResult({ kind: "busy", phase: "A", retryAfterMs: -1 });
+    expect(!bad.ok && bad.error).toContain("retryAfterMs");
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * Transports, the health server and the environment: the Lambda transport against a stand-in client
+ * (what it sends, how it reads the answer), the in-process transport, /healthz and /readyz, and the
+ * env validation that names the bad variable.
+ */
+import type { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { afterEach, describe, expect, it } from "vitest";
+import { silentLogger } from "../../../src/log";
+import { parseRelayEnv, RelayConfigError } from "../../../src/relay/config";
+import { startHealthServer, type HealthServer } from "../../../src/relay/health";
+import { functionPerPhase, LambdaInvokeError, LambdaTransport, RemoteFunctionError, sharedFunction } from "../../../src/relay/lambdaTransport";
+import { InProcessTransport } from "../../../src/relay/transport";
+import type { ReconcileRequest } from "../../../src/runner/request";
+
+const REQUEST: ReconcileRequest = { uid: "u-1", namespace: "ns", name: "dvm", generation: 1, resourceVersion: "9", reason: "test" };
+
+/** A LambdaClient stand-in that records commands and answers with `response`. */
+function fakeLambda(response: { StatusCode?: number; FunctionError?: string; Payload?: unknown }) {
+  const sent: InvokeCommand[] = [];
+  const client = {
+    send: async (command: InvokeCommand) => {
+      sent.push(command);
+      const payload = response.Payload === undefined ? undefined : new TextEncoder().encode(typeof response.Payload === "string" ? response.Payload : JSON.stringify(response.Payload));
+      return { ...response, Payload: payload };
+    },
+  } as unknown as LambdaClient;
+  return { client, sent };
+}
+
+describe("LambdaTransport", () => {
+  it("invokes asynchronously by default: 202 is accepted, the request is the payload", async () => {
+    const lambda = fakeLambda({ StatusCode: 202 });
+    const transport = new LambdaTransport({ client: lambda.client, functionFor: sharedFunction("dvm-phase") });
+    expect(await transport.forward(REQUEST, { phase: "Started" })).toBeUndefined();
+    const input = lambda.sent[0]!.input;
+    expect(input.FunctionName).toBe("dvm-phase");
+    expect(input.InvocationType).toBe("Event");
+    expect(JSON.parse(new TextDecoder().decode(input.Payload as Uint8Array))).toEqual(REQUEST);
+  });
+
+  it("routes by phase with functionPerPhase; no or unknown phase goes to Started", async () => {
+    const route = functionPerPhase("dvm-dev-");
+    expect(route(REQUEST, { phase: "RunRsyncOperations" })).toBe("dvm-dev-RunRsyncOperations");
+    expect(route(REQUEST, {})).toBe("dvm-dev-Started");
+    expect(route(REQUEST, { phase: "Garbage" })).toBe("dvm-dev-Started");
+  });
+
+  it("rejects an asynchronous invocation that was not accepted", async () => {
+    const transport = new LambdaTransport({ client: fakeLambda({ StatusCode: 500 }).client, functionFor: sharedFunction("f") });
+    await expect(transport.forward(REQUEST)).rejects.toBeInstanceOf(LambdaInvokeError);
+  });
+
+  it("RequestResponse returns the function's RunResult", async () => {
+    const result = { kind: "waiting", phase: "WaitForRsyncTransferPodsRunning", reason: "pods", requeueAfterMs: 3_000 };
+    const lambda = fakeLambda({ StatusCode: 200, Payload: result });
+    const transport = new LambdaTransport({ client: lambda.client, functionFor: sharedFunction("f"), invocationType: "RequestResponse" });
+    expect(await transport.forward(REQUEST)).toEqual(result);
+    expect(lambda.sent[0]!.input.InvocationType).toBe("RequestResponse");
+  });
+
+  it("a FunctionError in the response is an error carrying the function's message", async () => {
+    const lambda = fakeLambda({ StatusCode: 200, FunctionError: "Unhandled", Payload: { errorType: "TypeError", errorMessage: "x is undefined" } });
+    const transport = new LambdaTransport({ client: lambda.client, functionFor: sharedFunction("f"), invocationType: "RequestResponse" });
+    const error = await transport.forward(REQUEST).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RemoteFunctionError);
+    expect((error as Error).message).toContain("TypeError: x is undefined");
+  });
+
+  it("a payload that is not a RunResult counts as no result (the relay polls by the itinerary)", async () => {
+    for (const Payload of ["not json", { kind: "nope" }]) {
+      const transport = new LambdaTransport({ client: fakeLambda({ StatusCode: 200, Payload }).client, functionFor: sharedFunction("f"), invocationType: "RequestResponse", log: silentLogger });
+      expect(await transport.forward(REQUEST)).toBeUndefined();
+    }
+  });
+});
+
+describe("InProcessTransport", () => {
+  it("passes the request and context to the function and returns its result", async () => {
+    const seen: unknown[] = [];
+    const transport = new InProcessTransport(async (request, context) => {
+      seen.push([request, context]);
+      return { kind: "gone" };
+    });
+    expect(await transport.forward(REQUEST, { phase: "Started" })).toEqual({ kind: "gone" });
+    expect(seen).toEqual([[REQUEST, { phase: "Started" }]]);
+  });
+});
+
+describe("health server", () => {
+  let server: HealthServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it("/healthz is 200 while alive; /readyz follows readiness; both carry the stats", async () => {
+    let ready = false;
+    server = await startHealthServer({ port: 0, host: "127.0.0.1", ready: () => ready, stats: () => ({ forwarded: 7 }) });
+    const get = async (path: string) => {
+      const res = await fetch(`http://127.0.0.1:${server!.port}${path}`);
+      return { status: res.status, body: (await res.json()) as { stats?: { forwarded: number } } };
+    };
+    expect(await get("/healthz")).toMatchObject({ status: 200, body: { stats: { forwarded: 7 } } });
+    expect((await get("/readyz")).status).toBe(503);
+    ready = true;
+    expect(await get("/readyz")).toMatchObject({ status: 200, body: { stats: { forwarded: 7 } } });
+    expect((await get("/nope")).status).toBe(404);
+  });
+});
+
+describe("relay environment", () => {
+  it("reads a complete environment with defaults", () => {
+    expect(parseRelayEnv({ RELAY_FUNCTION_NAME: "dvm-phase" })).toEqual({
+      target: { kind: "shared", name: "dvm-phase" },
+      invocationType: "Event",
+      healthPort: 8080,
+      resyncMs: 60_000,
+      concurrency: 16,
+      podClusters: [],
+    });
+    expect(
+      parseRelayEnv({
+        KUBECONFIG: "/k",
+        RELAY_NAMESPACE: "migrations",
+        RELAY_FUNCTION_PREFIX: "dvm-dev-",
+        RELAY_INVOCATION_TYPE: "RequestResponse",
+        RELAY_HEALTH_PORT: "9000",
+        RELAY_RESYNC_MS: "0",
+        RELAY_POD_CLUSTERS: "source=/s.kubeconfig,destination=/d.kubeconfig",
+      }),
+    ).toMatchObject({
+      kubeconfigPath: "/k",
+      namespace: "migrations",
+      target: { kind: "perPhase", prefix: "dvm-dev-" },
+      invocationType: "RequestResponse",
+      healthPort: 9000,
+      resyncMs: 0,
+      podClusters: [
+        { name: "source", kubeconfigPath: "/s.kubeconfig" },
+        { name: "destination", kubeconfigPath: "/d.kubeconfig" },
+      ],
+    });
+  });
+
+  it.each([
+    [{}, "RELAY_FUNCTION_NAME"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_FUNCTION_PREFIX: "b" }, "RELAY_FUNCTION_PREFIX"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_HEALTH_PORT: "eighty" }, "RELAY_HEALTH_PORT"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_HEALTH_PORT: "70000" }, "RELAY_HEALTH_PORT"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_INVOCATION_TYPE: "DryRun" }, "RELAY_INVOCATION_TYPE"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_RESYNC_MS: "-5" }, "RELAY_RESYNC_MS"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_NAMESPACE: "Not_A_Namespace" }, "RELAY_NAMESPACE"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_POD_CLUSTERS: "source" }, "RELAY_POD_CLUSTERS"],
+  ])("rejects %o naming %s", (env, variable) => {
+    expect(() => parseRelayEnv(env)).toThrow(RelayConfigError);
+    expect(() => parseRelayEnv(env)).toThrow(new RegExp(`${variable}:`));
+  });
+});

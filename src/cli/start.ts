@@ -1,0 +1,95 @@
+/**
+ * `npm start`: the whole controller on this machine (see src/local/controller.ts), with a banner that says
+ * where everything is and how to start a migration. Ctrl-C stops all of it.
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { jsonLogger } from "../log";
+import { startLocalController } from "../local/controller";
+
+const HELP = `Usage: npm start [-- options]
+
+Runs the controller locally: DynamoDB Local, the phase function behind serverless-offline's Lambda
+endpoint, and the watch relay. Without KUBECONFIG it also starts two embedded clusters with a demo.
+
+Options:
+  --kubeconfig PATH   the cluster to watch (default: $KUBECONFIG; none: embedded clusters)
+  --table NAME        ledger table name (default: dvm-local-ledger)
+  --state-dir DIR     kubeconfigs, demo files and logs (default: .dvm/ in this folder)
+  --health-port PORT  relay health endpoint (default: a free port)
+  -h, --help          this text
+
+Environment: AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL use that DynamoDB instead of DynamoDB Local;
+LOG_LEVEL (debug, info, warn, error) sets the relay's log level.`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      kubeconfig: { type: "string" },
+      table: { type: "string" },
+      "state-dir": { type: "string" },
+      "health-port": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const stateDir = values["state-dir"] ?? join(process.cwd(), ".dvm");
+  const say = (line: string) => process.stderr.write(`[dvm] ${line}\n`);
+  const log = jsonLogger({ component: "relay" }, (process.env.LOG_LEVEL?.toLowerCase() as "info") ?? "info", (line) => process.stdout.write(`${line}\n`));
+  const healthPort = values["health-port"] ? Number(values["health-port"]) : undefined;
+  if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort > 0 && healthPort < 65_536)) {
+    say(`--health-port: "${values["health-port"]}" is not a port number`);
+    process.exit(2);
+  }
+
+  const controller = await startLocalController({
+    stateDir,
+    log,
+    say,
+    ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
+    ...(values.table ? { ledgerTableName: values.table } : {}),
+    ...(healthPort ? { healthPort } : {}),
+  });
+
+  const lines = [
+    "",
+    "dvm controller running",
+    `  cluster (DVMs)      KUBECONFIG=${controller.hostKubeconfig}`,
+    ...(controller.embedded ? [`  destination cluster KUBECONFIG=${controller.embedded.destinationKubeconfig}`] : []),
+    `  ledger              ${controller.dynamoEndpoint}  table ${controller.ledgerTableName}`,
+    `  phase function      ${controller.lambdaEndpoint} (Lambda Invoke API)`,
+    `  relay health        ${controller.healthUrl}`,
+    "",
+    "Start a migration:",
+    ...(controller.embedded
+      ? [
+          `  KUBECONFIG=${controller.hostKubeconfig} kubectl apply -f ${controller.embedded.demoManifest}`,
+          `  KUBECONFIG=${controller.hostKubeconfig} kubectl get dvm -n default -w`,
+        ]
+      : ["  kubectl apply -f your-dvm.yaml   (see README.md for the fields)"]),
+    "",
+    "Ctrl-C stops everything.",
+    "",
+  ];
+  process.stderr.write(lines.join("\n"));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    say(`${signal}: stopping`);
+    await controller.stop();
+    say("stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch((error) => {
+  process.stderr.write(`[dvm] could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -7,7 +7,7 @@
  * message that cannot quote it (YAML errors echo the offending line).
  */
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "../kube/kubeConfig";
 import { ConfigurationError } from "./errors";
 import { onceAsync } from "./once";
 

@@ -2,9 +2,10 @@
  * Reads DirectVolumeMigrations fresh from the API server and writes their status guarded by the
  * resourceVersion that was read: a write based on an old read is refused (409) instead of overwriting.
  */
-import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { DVM_GROUP, DVM_PLURAL, DVM_VERSION, DvmStatusSchema, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { DVM_API_VERSION, DVM_PLURAL, DvmStatusSchema, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
 import { toKubeApiError } from "./errors";
+import { KubeRest, resourcePath } from "./rest";
 
 export interface DvmStore {
   /** A fresh read (never a cache); undefined when the DVM does not exist. */
@@ -35,17 +36,17 @@ export function toDvm(raw: unknown): DirectVolumeMigration {
 }
 
 export class KubeDvmStore implements DvmStore {
-  private readonly api: CustomObjectsApi;
+  private readonly rest: KubeRest;
   constructor(kubeConfig: KubeConfig) {
-    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.rest = new KubeRest(kubeConfig);
   }
 
   async get(namespace: string, name: string): Promise<DirectVolumeMigration | undefined> {
+    const action = `read DirectVolumeMigration ${namespace}/${name}`;
     try {
-      const raw = await this.api.getNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name });
-      return toDvm(raw);
+      return toDvm(await this.rest.request({ method: "GET", path: resourcePath(DVM_API_VERSION, DVM_PLURAL, namespace, name) }, action));
     } catch (error) {
-      const e = toKubeApiError(error, `read DirectVolumeMigration ${namespace}/${name}`);
+      const e = toKubeApiError(error, action);
       if (e.isNotFound) return undefined;
       throw e;
     }
@@ -53,22 +54,16 @@ export class KubeDvmStore implements DvmStore {
 
   async writeStatus(dvm: DirectVolumeMigration, status: DvmStatus): Promise<string> {
     const { namespace, name, resourceVersion } = dvm.metadata;
-    try {
-      const result = (await this.api.patchNamespacedCustomObjectStatus(
-        {
-          group: DVM_GROUP,
-          version: DVM_VERSION,
-          namespace,
-          plural: DVM_PLURAL,
-          name,
-          // resourceVersion in a patch body is a precondition: the server answers 409 if it moved.
-          body: { metadata: { resourceVersion }, status: statusMergePatch(dvm.status, status) },
-        },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      )) as { metadata: { resourceVersion: string } };
-      return result.metadata.resourceVersion;
-    } catch (error) {
-      throw toKubeApiError(error, `write status of DirectVolumeMigration ${namespace}/${name}`);
-    }
+    const result = await this.rest.request<{ metadata: { resourceVersion: string } }>(
+      {
+        method: "PATCH",
+        path: resourcePath(DVM_API_VERSION, DVM_PLURAL, namespace, name, "status"),
+        // resourceVersion in a patch body is a precondition: the server answers 409 if it moved.
+        body: { metadata: { resourceVersion }, status: statusMergePatch(dvm.status, status) },
+        contentType: "application/merge-patch+json",
+      },
+      `write status of DirectVolumeMigration ${namespace}/${name}`,
+    );
+    return result.metadata.resourceVersion;
   }
 }

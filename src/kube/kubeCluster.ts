@@ -1,51 +1,44 @@
-/** Cluster over a real API server, with @kubernetes/client-node. Every read goes to the server. */
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubernetesObject,
-} from "@kubernetes/client-node";
+/** Cluster over a real API server. Every read goes to the server: there is no cache. */
+import { KubeConfig } from "./kubeConfig";
 import type { Cluster, EnsureResult } from "./cluster";
 import { toKubeApiError } from "./errors";
 import { labelSelector, type KubeObject, type ObjectRef } from "./objects";
+import { KubeRest, resourcePath } from "./rest";
 
 function describe(ref: ObjectRef): string {
   return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`;
 }
 
-/** Splits "group/version" (or "v1") for the custom-objects API. */
-export function splitApiVersion(apiVersion: string): { group: string; version: string } {
-  const slash = apiVersion.indexOf("/");
-  return slash < 0 ? { group: "", version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+interface ApiResourceList {
+  resources: { name: string; kind: string; namespaced: boolean }[];
 }
 
+interface ResourceInfo {
+  plural: string;
+  namespaced: boolean;
+}
+
+const MERGE_PATCH = "application/merge-patch+json";
+
 export class KubeCluster implements Cluster {
-  private readonly objects: KubernetesObjectApi;
-  private readonly core: CoreV1Api;
-  private readonly custom: CustomObjectsApi;
-  private readonly servedKinds = new Map<string, boolean>();
+  readonly rest: KubeRest;
+  /** Discovery answers per group/version, kept for the life of the client (they do not change). */
+  private readonly discovery = new Map<string, Promise<ApiResourceList | undefined>>();
 
   constructor(
     readonly name: string,
     readonly kubeConfig: KubeConfig,
   ) {
-    this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
-    this.core = kubeConfig.makeApiClient(CoreV1Api);
-    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.rest = new KubeRest(kubeConfig);
   }
 
   async get<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T | undefined> {
+    const action = `${this.name}: read ${describe(ref)}`;
     try {
-      return (await this.objects.read({
-        apiVersion: ref.apiVersion,
-        kind: ref.kind,
-        metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) },
-      })) as unknown as T;
+      const info = await this.resource(ref);
+      return await this.rest.request<T>({ method: "GET", path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name) }, action);
     } catch (error) {
-      const e = toKubeApiError(error, `${this.name}: read ${describe(ref)}`);
+      const e = toKubeApiError(error, action);
       if (e.isNotFound) return undefined;
       throw e;
     }
@@ -53,9 +46,13 @@ export class KubeCluster implements Cluster {
 
   async ensure<T extends KubeObject>(object: T): Promise<EnsureResult<T>> {
     const ref = { apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
+    const info = await this.resource(ref);
     try {
-      const created = await this.objects.create(object as unknown as KubernetesObject);
-      return { object: created as unknown as T, created: true };
+      const created = await this.rest.request<T>(
+        { method: "POST", path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined), body: object },
+        `${this.name}: create ${describe(ref)}`,
+      );
+      return { object: created, created: true };
     } catch (error) {
       const e = toKubeApiError(error, `${this.name}: create ${describe(ref)}`);
       if (!e.isAlreadyExists) throw e;
@@ -71,50 +68,53 @@ export class KubeCluster implements Cluster {
     namespace: string | undefined,
     labels: Record<string, string>,
   ): Promise<T[]> {
-    try {
-      const result = await this.objects.list(kind.apiVersion, kind.kind, namespace, undefined, undefined, undefined, undefined, labelSelector(labels));
-      return result.items as unknown as T[];
-    } catch (error) {
-      const e = toKubeApiError(error, `${this.name}: list ${kind.kind} in ${namespace ?? "all namespaces"}`);
+    const action = `${this.name}: list ${kind.kind} in ${namespace ?? "all namespaces"}`;
+    const info = await this.resource(kind).catch((error) => {
+      const e = toKubeApiError(error, action);
       // A kind the server does not serve (e.g. Route on plain Kubernetes) has no objects.
-      if (e.isNotFound) return [];
+      if (e.isNotFound) return undefined;
       throw e;
-    }
+    });
+    if (!info) return [];
+    const selector = labelSelector(labels);
+    const result = await this.rest.request<{ items: T[] }>(
+      { method: "GET", path: resourcePath(kind.apiVersion, info.plural, info.namespaced ? namespace : undefined), query: { labelSelector: selector || undefined } },
+      action,
+    );
+    // Items of a list carry no apiVersion/kind of their own.
+    return result.items.map((item) => ({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }));
   }
 
   async delete(ref: ObjectRef): Promise<"deleted" | "absent"> {
+    const action = `${this.name}: delete ${describe(ref)}`;
     try {
-      await this.objects.delete(
-        { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) } },
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        "Background",
+      const info = await this.resource(ref);
+      await this.rest.request(
+        { method: "DELETE", path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name), query: { propagationPolicy: "Background" } },
+        action,
       );
       return "deleted";
     } catch (error) {
-      const e = toKubeApiError(error, `${this.name}: delete ${describe(ref)}`);
+      const e = toKubeApiError(error, action);
       if (e.isNotFound) return "absent";
       throw e;
     }
   }
 
   async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {
-    const { group, version } = splitApiVersion(ref.apiVersion);
-    try {
-      await this.custom.patchNamespacedCustomObjectStatus(
-        { group, version, namespace: ref.namespace ?? "", plural: await this.pluralOf(ref), name: ref.name, body: { status } },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      );
-    } catch (error) {
-      throw toKubeApiError(error, `${this.name}: patch status of ${describe(ref)}`);
-    }
+    const info = await this.resource(ref);
+    await this.rest.request(
+      { method: "PATCH", path: resourcePath(ref.apiVersion, info.plural, ref.namespace, ref.name, "status"), body: { status }, contentType: MERGE_PATCH },
+      `${this.name}: patch status of ${describe(ref)}`,
+    );
   }
 
   async podLogs(namespace: string, name: string, container: string, tailLines: number): Promise<string> {
     try {
-      return await this.core.readNamespacedPodLog({ namespace, name, container, tailLines });
+      return await this.rest.request<string>(
+        { method: "GET", path: resourcePath("v1", "pods", namespace, name, "log"), query: { container, tailLines }, text: true },
+        `${this.name}: logs of pod ${namespace}/${name}`,
+      );
     } catch (error) {
       const e = toKubeApiError(error, `${this.name}: logs of pod ${namespace}/${name}`);
       // No logs yet (container not started, or a fake kubelet that has none): nothing to parse.
@@ -124,30 +124,30 @@ export class KubeCluster implements Cluster {
   }
 
   async serves(kind: { apiVersion: string; kind: string }): Promise<boolean> {
-    const key = `${kind.apiVersion}/${kind.kind}`;
-    const known = this.servedKinds.get(key);
-    if (known !== undefined) return known;
-    const { group, version } = splitApiVersion(kind.apiVersion);
-    let served = false;
-    try {
-      const resources = group
-        ? await this.custom.getAPIResources({ group, version })
-        : await this.core.getAPIResources();
-      served = resources.resources.some((r) => r.kind === kind.kind);
-    } catch (error) {
-      const e = toKubeApiError(error, `${this.name}: discover ${key}`);
-      if (!e.isNotFound) throw e;
-    }
-    this.servedKinds.set(key, served);
-    return served;
+    const list = await this.discover(kind.apiVersion);
+    return Boolean(list?.resources.some((r) => r.kind === kind.kind && !r.name.includes("/")));
   }
 
-  private async pluralOf(ref: ObjectRef): Promise<string> {
-    const { group, version } = splitApiVersion(ref.apiVersion);
-    const resources = await this.custom.getAPIResources({ group, version });
-    const found = resources.resources.find((r) => r.kind === ref.kind && !r.name.includes("/"));
-    if (!found) throw new Error(`${this.name}: the API server does not serve ${ref.apiVersion} ${ref.kind}`);
-    return found.name;
+  private discover(apiVersion: string): Promise<ApiResourceList | undefined> {
+    let answer = this.discovery.get(apiVersion);
+    if (!answer) {
+      const path = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      answer = this.rest.request<ApiResourceList>({ method: "GET", path }, `${this.name}: discover ${apiVersion}`).catch((error) => {
+        this.discovery.delete(apiVersion);
+        const e = toKubeApiError(error, `${this.name}: discover ${apiVersion}`);
+        if (e.isNotFound) return undefined;
+        throw e;
+      });
+      this.discovery.set(apiVersion, answer);
+    }
+    return answer;
+  }
+
+  private async resource(kind: { apiVersion: string; kind: string }): Promise<ResourceInfo> {
+    const list = await this.discover(kind.apiVersion);
+    const found = list?.resources.find((r) => r.kind === kind.kind && !r.name.includes("/"));
+    if (!found) throw toKubeApiError({ code: 404, body: { reason: "NotFound", message: `the server does not serve ${kind.apiVersion} ${kind.kind}` } }, `${this.name}: resolve ${kind.kind}`);
+    return { plural: found.name, namespaced: found.namespaced };
   }
 }
 

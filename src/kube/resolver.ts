@@ -3,7 +3,7 @@
  * spec.destinationCluster name a Secret (in the DVM's namespace unless set) holding a kubeconfig;
  * absent means the host cluster itself. A reference that does not resolve is bad input, named by field.
  */
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "./kubeConfig";
 import type { ClusterRef, DvmSpec } from "../dvm/types";
 import { MigrationInputError } from "../phases/types";
 import type { MigrationClusters } from "../phases/types";

@@ -39,6 +39,8 @@ export interface LocalController {
   dynamoEndpoint: string;
   ledgerTableName: string;
   lambdaEndpoint: string;
+  /** Everything the phase function printed (its structured log lines). */
+  functionLogFile: string;
   healthUrl: string;
   stop(): Promise<void>;
 }
@@ -53,7 +55,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     for (const stop of stops.reverse()) await stop().catch((error) => options.log.warn("stop failed", { error: String(error) }));
   };
   try {
-    mkdirSync(options.stateDir, { recursive: true });
+    mkdirSync(join(options.stateDir, "logs"), { recursive: true });
     process.env.AWS_REGION ??= "us-east-1";
 
     // 1. Clusters.
@@ -95,6 +97,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     say("bundling the phase function and starting serverless-offline");
     const offline: ServerlessOffline = await startServerlessOffline({
       env: { LEDGER_TABLE_NAME: ledgerTableName, KUBECONFIG: hostKubeconfig, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint },
+      logFile: join(options.stateDir, "logs", "phase-function.log"),
     });
     stops.push(() => offline.stop());
 
@@ -120,6 +123,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       dynamoEndpoint,
       ledgerTableName,
       lambdaEndpoint: offline.lambdaEndpoint,
+      functionLogFile: offline.logFile,
       healthUrl: `http://127.0.0.1:${healthPort}/readyz`,
       stop: stopAll,
     };

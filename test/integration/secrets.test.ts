@@ -1,0 +1,101 @@
+/**
+ * No secret ever reaches a log line, a status or a progress record: a full migration runs on the real
+ * stack with debug logging, then every captured line is scanned for the rsync password, every private
+ * key and the clusters' credentials.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { parse } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DVMP_PLURAL, DVM_GROUP, DVM_VERSION } from "../../src/dvm/types";
+import { startLocalController, type LocalController } from "../../src/local/controller";
+import { jsonLogger } from "../../src/log";
+import { LABEL, transferNames } from "../../src/phases/names";
+import { testClusters } from "../support/clusters";
+import { dynamoEndpoint } from "../support/dynamo";
+import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
+
+const clusters = testClusters();
+const run = `sec${Date.now().toString(36)}`;
+const relayLines: string[] = [];
+let fixture: MigrationFixture;
+let controller: LocalController;
+
+/** The credential material of a kubeconfig file: tokens, client keys, passwords. */
+function kubeconfigSecrets(path: string): string[] {
+  const config = parse(readFileSync(path, "utf8")) as { users?: { user?: Record<string, unknown> }[] };
+  return (config.users ?? []).flatMap(({ user }) =>
+    ["token", "client-key-data", "password"].flatMap((key) => (typeof user?.[key] === "string" ? [user[key] as string] : [])),
+  );
+}
+
+function decoded(secret: { data?: Record<string, string> }): string[] {
+  return Object.values(secret.data ?? {}).map((v) => Buffer.from(v, "base64").toString("utf8"));
+}
+
+beforeAll(async () => {
+  fixture = await createMigrationFixture(clusters, run);
+  const dynamo = dynamoEndpoint();
+  if (!dynamo) throw new Error("DynamoDB is not part of this run");
+  Object.assign(process.env, { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, AWS_REGION: dynamo.region, POWERTOOLS_LOG_LEVEL: "DEBUG", LOG_LEVEL: "debug" });
+  if (!process.env.AWS_ACCESS_KEY_ID) Object.assign(process.env, { AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal" });
+  controller = await startLocalController({
+    kubeconfig: clusters.info.source.kubeconfigPath,
+    podClusters: fixture.sameCluster ? [] : [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
+    ledgerTableName: `dvm-secrets-${run}`,
+    stateDir: mkdtempSync(join(tmpdir(), "dvm-secrets-")),
+    log: jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)),
+  });
+});
+
+afterAll(async () => {
+  await controller?.stop();
+});
+
+describe("secrets", () => {
+  it("appear in no log line, status or progress record of a whole migration", async () => {
+    const core = clusters.source.makeApiClient(CoreV1Api);
+    const created = await createDvm(clusters.source, fixture.dvmNamespace, "secret-scan", fixture.spec);
+    const names = transferNames(created.metadata);
+    // Capture the transfer credentials while they exist (cleanup deletes them at the end).
+    const secrets = new Set<string>();
+    for (let i = 0; i < 600; i++) {
+      const found = await core.listNamespacedSecret({ namespace: fixture.dvmNamespace, labelSelector: `${LABEL.dvmUid}=${created.metadata.uid}` });
+      for (const secret of found.items) for (const value of decoded(secret)) secrets.add(value);
+      const dvm = await readDvm(clusters.source, fixture.dvmNamespace, "secret-scan");
+      if (dvm.status.phase === "Completed") break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const done = await readDvm(clusters.source, fixture.dvmNamespace, "secret-scan");
+    expect(done.status.phase).toBe("Completed");
+
+    // What must never be printed: the password, every private key, every cluster credential.
+    const needles = [...secrets]
+      .flatMap((value) => (value.includes("PRIVATE KEY") ? [value.split("\n").slice(1, -2).join("")] : [value]))
+      .concat(kubeconfigSecrets(clusters.info.source.kubeconfigPath), kubeconfigSecrets(clusters.info.destination.kubeconfigPath))
+      .filter((needle) => needle.length >= 16);
+    expect(secrets.size).toBeGreaterThanOrEqual(6); // password + CA, server and client certificates and keys
+    expect(needles.some((n) => /^[A-Za-z0-9]{48}$/.test(n))).toBe(true); // the rsync password is among them
+
+    const functionLog = readFileSync(controller.functionLogFile, "utf8");
+    expect(functionLog).toMatch(/"phase":"RunRsyncOperations"/); // the function's own structured lines are there
+    const records = await clusters.source.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: fixture.dvmNamespace, plural: DVMP_PLURAL });
+    const haystacks: Record<string, string> = {
+      "relay log": relayLines.join("\n"),
+      "function log": functionLog,
+      "DVM status": JSON.stringify(done.status),
+      "progress records": JSON.stringify(records),
+    };
+    expect(relayLines.length).toBeGreaterThan(10);
+    for (const [where, text] of Object.entries(haystacks)) {
+      for (const needle of needles) {
+        // Short excerpts too: a truncated key is still a leak.
+        const excerpt = needle.length > 40 ? needle.slice(8, 40) : needle;
+        expect(text.includes(excerpt), `${where} contains a secret (${needle.slice(0, 4)}…)`).toBe(false);
+      }
+    }
+    expect(names.credentialsSecret).toMatch(/rsync-credentials$/);
+  });
+});

@@ -65,6 +65,19 @@ export const DvmSpecSchema = z.object({
    * false: the pods run unprivileged and files belong to the pod's user.
    */
   runAsRoot: z.boolean().optional(),
+  /**
+   * The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift
+   * assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally
+   * the application's UID, so its files are readable) or use runAsRoot.
+   */
+  transferIdentity: z
+    .object({
+      runAsUser: z.number().int().min(1).optional(),
+      runAsGroup: z.number().int().min(0).optional(),
+      fsGroup: z.number().int().min(0).optional(),
+      supplementalGroups: z.array(z.number().int().min(0)).optional(),
+    })
+    .optional(),
   /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
   transferPodAnnotations: z.record(z.string(), z.string()).optional(),
 });

@@ -21,6 +21,7 @@ export function serverPodFor(ctx: PhaseContext, namespace: string) {
     labels: transferLabels(ctx.dvm, SERVER_ROLE),
     ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
     ...(ctx.spec.transferImage ? { image: ctx.spec.transferImage } : {}),
+    ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: names.rsyncServerSecret,
     runAsRoot: ctx.spec.runAsRoot ?? false,
     pvcs: ctx.volumes.filter((v) => v.to.namespace === namespace).map((v) => v.to),

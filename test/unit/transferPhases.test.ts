@@ -123,4 +123,13 @@ describe("RunRsyncOperations", () => {
     expect(pod!.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe(clientSecretName(ctx, ctx.volumes[2]!));
     expect(pod!.metadata.labels).toMatchObject({ [LABEL.attempt]: "1", [LABEL.volume]: ctx.volumes[2]!.id, [LABEL.transfer]: "true" });
   });
+
+  it("runs the transfer pods as spec.transferIdentity says", async () => {
+    const { ctx, source, destination } = await operations({ ...TWO_NAMESPACE_SPEC, transferIdentity: { runAsUser: 1234, runAsGroup: 5678 } });
+    await runRsyncOperations(ctx);
+    await createRsyncTransferPods(ctx);
+    const client = await source.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({ ...KINDS.Pod, namespace: "ops", name: podOf(ctx, 2, 1) });
+    const server = await destination.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({ ...KINDS.Pod, namespace: "shop", name: transferNames(ctx.dvm).serverPod });
+    for (const pod of [client, server]) expect(pod!.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1234, runAsGroup: 5678 });
+  });
 });

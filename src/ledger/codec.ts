@@ -8,13 +8,14 @@
  *   takeovers / waits / failures (N)  settledAttempts (N, = waits + failures, used to count takeovers)
  *   takeoversBeforeClaim (N, takeovers before the current attempt's claim)
  *   finishedAt (N ms)  elapsedMs (N, finishedAt - startedAt)  outcome (M)  lastError (S)  dvm (M)
+ *   claims (L of M: at N, attempt N, takeover BOOL, end S, endedAt N; see ClaimRecord)
  *   expiresAt (N, epoch seconds: the TTL attribute)
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isPhaseName } from "../dvm/itinerary";
 import { LedgerError } from "./errors";
 import { parsePhaseKey, phaseKeyOf } from "./key";
-import type { DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
+import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
 
 export type Item = Record<string, AttributeValue>;
 
@@ -35,6 +36,34 @@ export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
   const m: Item = { result: s(outcome.result), nextPhase: s(outcome.nextPhase), finishedAt: n(outcome.finishedAt) };
   if (outcome.errors && outcome.errors.length > 0) m.errors = { L: outcome.errors.map(s) };
   return { M: m };
+}
+
+export function encodeClaimRecord(record: ClaimRecord): AttributeValue {
+  const m: Item = { at: n(record.at) };
+  if (record.attempt !== undefined) m.attempt = n(record.attempt);
+  if (record.takeover !== undefined) m.takeover = { BOOL: record.takeover };
+  if (record.end !== undefined) m.end = s(record.end);
+  if (record.endedAt !== undefined) m.endedAt = n(record.endedAt);
+  return { M: m };
+}
+
+const CLAIM_ENDS: readonly ClaimEnd[] = ["completed", "failed", "waited"];
+
+/** Claim records are informative only: one that does not read is skipped rather than failing history(). */
+export function readClaimRecords(item: Item): ClaimRecord[] | undefined {
+  const list = item.claims?.L;
+  if (!list) return undefined;
+  return list.flatMap((value): ClaimRecord[] => {
+    const m = value.M;
+    const at = Number(m?.at?.N);
+    if (!m || !Number.isFinite(at)) return [];
+    const record: ClaimRecord = { at };
+    if (m.attempt?.N !== undefined) record.attempt = Number(m.attempt.N);
+    if (m.takeover?.BOOL !== undefined) record.takeover = m.takeover.BOOL;
+    if (CLAIM_ENDS.includes(m.end?.S as ClaimEnd)) record.end = m.end!.S as ClaimEnd;
+    if (m.endedAt?.N !== undefined) record.endedAt = Number(m.endedAt.N);
+    return [record];
+  });
 }
 
 function malformed(item: Item, why: string): LedgerError {
@@ -109,6 +138,8 @@ export function decodeEntry(item: Item): LedgerEntry {
   if (dvm?.namespace?.S !== undefined && dvm.name?.S !== undefined) {
     entry.dvm = { namespace: dvm.namespace.S, name: dvm.name.S };
   }
+  const claims = readClaimRecords(item);
+  if (claims) entry.claims = claims;
   return entry;
 }
 

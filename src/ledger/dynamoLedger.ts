@@ -14,11 +14,13 @@ import { randomUUID } from "node:crypto";
 import type { LedgerDynamoClient } from "./client";
 import {
   decodeEntry,
+  encodeClaimRecord,
   encodeDvm,
   encodeOutcome,
   itemKey,
   n,
   readAttempt,
+  readClaimRecords,
   readLeaseExpiresAt,
   readNumber,
   readOutcome,
@@ -33,6 +35,7 @@ import { validateLedgerKey, validateUid } from "./key";
 import { DEFAULT_RETRY_POLICY, withTransientRetry, type RetryPolicy } from "./retry";
 import type {
   Claim,
+  ClaimEnd,
   ClaimOptions,
   ClaimResult,
   LedgerEntry,
@@ -46,6 +49,11 @@ import type {
 export const DEFAULT_RETENTION_DAYS = 30;
 /** lastError is for humans; the cap keeps a huge stack trace from hitting the 400 KB item limit. */
 const MAX_ERROR_LENGTH = 4_000;
+/**
+ * Failed attempts past this many keep their counters but not their claim record, so a phase that fails
+ * for days cannot grow its item towards the 400 KB limit.
+ */
+export const MAX_CLAIM_RECORDS = 20;
 
 export interface DynamoLedgerOptions {
   client: LedgerDynamoClient;
@@ -67,6 +75,12 @@ interface Write {
   returnValues?: UpdateItemCommandInput["ReturnValues"];
 }
 
+/** Where a claim's ClaimRecord sits in the entry's `claims` list, and its claim time. */
+interface ClaimRecordRef {
+  index: number;
+  at: number;
+}
+
 type WriteResult = { ok: true; attributes: Item | undefined } | { ok: false; current: Item | undefined };
 
 export class DynamoPhaseLedger implements PhaseLedger {
@@ -76,6 +90,12 @@ export class DynamoPhaseLedger implements PhaseLedger {
   private readonly retentionSeconds: number;
   private readonly retry: RetryPolicy;
   private readonly newHolderToken: () => string;
+  /**
+   * The claim records of the claims this ledger handed out, so the write that ends an attempt can settle
+   * its record by index. Kept beside the Claim (not in it) because Claim is a value callers compare; a
+   * claim ended by another ledger instance just leaves its record without an end.
+   */
+  private readonly claimRecords = new WeakMap<Claim, ClaimRecordRef>();
 
   constructor(options: DynamoLedgerOptions) {
     if (!options.tableName) throw new LedgerError("DynamoPhaseLedger needs a tableName");
@@ -118,7 +138,11 @@ export class DynamoPhaseLedger implements PhaseLedger {
       " #takeovers = if_not_exists(#attempt, :zero) - if_not_exists(#settledAttempts, :zero)," +
       " #settledAttempts = if_not_exists(#settledAttempts, :zero), #waits = if_not_exists(#waits, :zero)," +
       " #failures = if_not_exists(#failures, :zero), #phase = :phase, #generation = :generation," +
-      " #updatedAt = :now, #expiresAt = :expiresAt";
+      " #updatedAt = :now, #expiresAt = :expiresAt," +
+      // The claim's own record, for timelines; the write that ends this attempt completes or drops it.
+      " #claims = list_append(if_not_exists(#claims, :noClaims), :claimRecord)";
+    values[":noClaims"] = { L: [] };
+    values[":claimRecord"] = { L: [encodeClaimRecord({ at: now })] };
     if (opts.dvm) {
       update += ", #dvm = :dvm";
       values[":dvm"] = encodeDvm(opts.dvm);
@@ -130,8 +154,12 @@ export class DynamoPhaseLedger implements PhaseLedger {
       values,
       returnValues: "ALL_NEW",
     });
-    if (result.ok) return { kind: "claimed", claim: claimFromItem(key, result.attributes) };
-    return lostClaimRace(key, holder, result.current);
+    const claimed = result.ok ? { kind: "claimed" as const, claim: claimFromItem(key, result.attributes) } : lostClaimRace(key, holder, result.current);
+    if (claimed.kind === "claimed") {
+      const ref = ownClaimRecord(result.ok ? result.attributes : result.current);
+      if (ref) this.claimRecords.set(claimed.claim, ref);
+    }
+    return claimed;
   }
 
   async complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord> {
@@ -140,11 +168,12 @@ export class DynamoPhaseLedger implements PhaseLedger {
     const now = this.now();
     const record: PhaseOutcomeRecord = { result: outcome.result, nextPhase: outcome.nextPhase, finishedAt: now };
     if (outcome.errors && outcome.errors.length > 0) record.errors = [...outcome.errors];
+    const ending = endClaimRecord(claim, this.claimRecords.get(claim), "completed", now);
     const result = await this.write("complete", key, {
       condition: "#state = :running AND #attempt = :attempt",
       update:
         "SET #state = :completed, #finishedAt = :now, #elapsedMs = :now - #startedAt, #outcome = :outcome," +
-        " #updatedAt = :now, #expiresAt = :expiresAt REMOVE #leaseExpiresAt",
+        ` #updatedAt = :now, #expiresAt = :expiresAt${ending.set} REMOVE #leaseExpiresAt${ending.remove}`,
       values: {
         ":running": s("RUNNING"),
         ":completed": s("COMPLETED"),
@@ -152,6 +181,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
         ":now": n(now),
         ":outcome": encodeOutcome(record),
         ":expiresAt": n(this.expiresAt(now)),
+        ...ending.values,
       },
     });
     if (result.ok) return record;
@@ -204,11 +234,12 @@ export class DynamoPhaseLedger implements PhaseLedger {
   private async settle(claim: Claim, state: "WAITING" | "RETRYING", counters: string, extraValues: Item): Promise<void> {
     const key = validateLedgerKey(claim.key);
     const now = this.now();
+    const ending = endClaimRecord(claim, this.claimRecords.get(claim), state === "WAITING" ? "waited" : "failed", now);
     const result = await this.write(state === "WAITING" ? "release" : "fail", key, {
       condition: "#state = :running AND #attempt = :attempt",
       update:
         `SET #state = :state, ${counters}, #settledAttempts = #settledAttempts + :one,` +
-        " #updatedAt = :now, #expiresAt = :expiresAt REMOVE #leaseExpiresAt",
+        ` #updatedAt = :now, #expiresAt = :expiresAt${ending.set} REMOVE #leaseExpiresAt${ending.remove}`,
       values: {
         ":running": s("RUNNING"),
         ":state": s(state),
@@ -217,6 +248,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
         ":now": n(now),
         ":expiresAt": n(this.expiresAt(now)),
         ...extraValues,
+        ...ending.values,
       },
     });
     if (result.ok) return;
@@ -272,6 +304,31 @@ function claimFromItem(key: LedgerKey, item: Item | undefined): Claim {
     attempt: readAttempt(item),
     leaseExpiresAt: readLeaseExpiresAt(item),
     takeover: (readNumber(item, "takeovers") ?? 0) > (readNumber(item, "takeoversBeforeClaim") ?? 0),
+  };
+}
+
+/** The claim write appended its record last; nothing else appends while this attempt holds the entry. */
+function ownClaimRecord(item: Item | undefined): ClaimRecordRef | undefined {
+  const records = item ? readClaimRecords(item) : undefined;
+  const own = records?.[records.length - 1];
+  return records && own ? { index: records.length - 1, at: own.at } : undefined;
+}
+
+/**
+ * The part of an ending write that settles the attempt's claim record: filled in with how it ended, or
+ * removed when it adds nothing to a timeline (a later poll that only waited) or would grow the list past
+ * MAX_CLAIM_RECORDS (failures). The write's condition (state RUNNING, same attempt) guarantees the list
+ * has not changed since the claim, so the index is still right.
+ */
+function endClaimRecord(claim: Claim, record: ClaimRecordRef | undefined, end: ClaimEnd, now: number): { set: string; remove: string; values: Item } {
+  if (!record || !Number.isInteger(record.index) || record.index < 0) return { set: "", remove: "", values: {} };
+  const path = `#claims[${record.index}]`;
+  const drop = (end === "waited" && record.index > 0) || (end === "failed" && record.index >= MAX_CLAIM_RECORDS);
+  if (drop) return { set: "", remove: `, ${path}`, values: {} };
+  return {
+    set: `, ${path} = :endedClaim`,
+    remove: "",
+    values: { ":endedClaim": encodeClaimRecord({ at: record.at, attempt: claim.attempt, takeover: claim.takeover, end, endedAt: now }) },
   };
 }
 

@@ -1,6 +1,8 @@
 export type {
   Claim,
+  ClaimEnd,
   ClaimOptions,
+  ClaimRecord,
   ClaimResult,
   DvmRef,
   LedgerEntry,
@@ -15,7 +17,7 @@ export { InvalidLedgerKeyError, LedgerError, LedgerUnavailableError, LostClaimEr
 export { MAX_GENERATION, parsePhaseKey, phaseKeyOf, validateLedgerKey } from "./key";
 export { DEFAULT_RETRY_POLICY, backoffDelayMs, isTransientDynamoError, withTransientRetry, type RetryPolicy } from "./retry";
 export { createLedgerClient, type LedgerClientOptions, type LedgerDynamoClient } from "./client";
-export { DEFAULT_RETENTION_DAYS, DynamoPhaseLedger, type DynamoLedgerOptions } from "./dynamoLedger";
+export { DEFAULT_RETENTION_DAYS, DynamoPhaseLedger, MAX_CLAIM_RECORDS, type DynamoLedgerOptions } from "./dynamoLedger";
 export {
   LEDGER_TABLE_RESOURCE,
   LEDGER_TTL_ATTRIBUTE,

@@ -47,6 +47,23 @@ export type ClaimResult =
 
 export type LedgerState = "RUNNING" | "WAITING" | "RETRYING" | "COMPLETED";
 
+/**
+ * One claim of an entry, kept so a timeline can draw one bar per execution. Appended by the claim write
+ * itself; the write that ends the attempt fills in how it ended, or drops the record when it only adds
+ * noise (a later poll of a wait phase that just waited, failures beyond the first MAX_CLAIM_RECORDS).
+ * A record with no `end` that is not the last one is an attempt that crashed and was taken over.
+ */
+export interface ClaimRecord {
+  /** Claim time, ms since the epoch. */
+  at: number;
+  attempt?: number;
+  takeover?: boolean;
+  end?: ClaimEnd;
+  endedAt?: number;
+}
+
+export type ClaimEnd = "completed" | "failed" | "waited";
+
 export interface LedgerEntry {
   key: LedgerKey;
   state: LedgerState;
@@ -60,6 +77,8 @@ export interface LedgerEntry {
   outcome?: PhaseOutcomeRecord;
   lastError?: string;
   dvm?: DvmRef;
+  /** The claims worth drawing, oldest first (see ClaimRecord); absent on entries written before they existed. */
+  claims?: ClaimRecord[];
 }
 
 export interface ClaimOptions {

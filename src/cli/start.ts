@@ -66,10 +66,11 @@ async function main(): Promise<void> {
     "Start a migration:",
     ...(controller.embedded
       ? [
-          `  KUBECONFIG=${controller.hostKubeconfig} kubectl apply -f ${controller.embedded.demoManifest}`,
-          `  KUBECONFIG=${controller.hostKubeconfig} kubectl get dvm -n default -w`,
+          `  export KUBECONFIG=${controller.hostKubeconfig} LEDGER_TABLE_NAME=${controller.ledgerTableName} AWS_ENDPOINT_URL_DYNAMODB=${controller.dynamoEndpoint}`,
+          `  npm run dvm -- migrate -f ${controller.embedded.demoManifest}`,
+          "  npm run dvm -- watch demo        # live progress, then: npm run dvm -- report demo",
         ]
-      : ["  kubectl apply -f your-dvm.yaml   (see README.md for the fields)"]),
+      : ["  npm run dvm -- migrate -f your-dvm.yaml   (or kubectl apply; see README.md for the fields)"]),
     "",
     "Ctrl-C stops everything.",
     "",

@@ -13,6 +13,7 @@ import { registerList } from "./commands/list";
 import { registerMigrate } from "./commands/migrate";
 import { registerReport } from "./commands/report";
 import { registerWatch } from "./commands/watch";
+import { registerCancel } from "./commands/cancel";
 
 export const EXIT = { ok: 0, error: 1, migrationFailed: 2, interrupted: 130 } as const;
 
@@ -66,6 +67,7 @@ export function buildProgram(io: CliIo, state: RunState = { exitCode: 0 }): Comm
   registerGet(program, kit);
   registerList(program, kit);
   registerWatch(program, kit);
+  registerCancel(program, kit);
   registerReport(program, kit);
   registerLedger(program, kit);
   program.addHelpText(

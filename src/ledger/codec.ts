@@ -126,6 +126,7 @@ export function decodeEntry(item: Item): LedgerEntry {
     failures: readNumber(item, "failures") ?? 0,
     startedAt: requireNumber(item, "startedAt"),
   };
+  if (entry.state === "RUNNING") entry.leaseExpiresAt = readLeaseExpiresAt(item);
   const finishedAt = readNumber(item, "finishedAt");
   if (finishedAt !== undefined) entry.finishedAt = finishedAt;
   const elapsedMs = readNumber(item, "elapsedMs");

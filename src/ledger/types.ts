@@ -77,6 +77,8 @@ export interface LedgerEntry {
   outcome?: PhaseOutcomeRecord;
   lastError?: string;
   dvm?: DvmRef;
+  /** While RUNNING: when the holder's lease ends (after that, another invocation may take over). */
+  leaseExpiresAt?: number;
   /** The claims worth drawing, oldest first (see ClaimRecord); absent on entries written before they existed. */
   claims?: ClaimRecord[];
 }

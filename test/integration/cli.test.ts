@@ -349,3 +349,40 @@ describe("dvm migrate + dvm watch on a running migration", () => {
     expect(rows.find((r) => r.phase === "Started")?.flags).toContain("failed");
   });
 });
+
+describe("dvm cancel", () => {
+  it("stops a migration mid-transfer: the DVM is gone, its transfer objects too, the migrated PVCs stay", async () => {
+    const name = "cli-cancel";
+    // Client pods that take two minutes: the migration is still transferring when it is cancelled.
+    const spec = { ...fixture.spec, transferPodAnnotations: { "dvm.test/run-duration": "120s" } };
+    const created = await createDvm(clusters.source, fixture.dvmNamespace, name, spec);
+    const r = runner();
+    for (let i = 0; i < 200; i++) {
+      const result = await r.run(requestFor(created));
+      if (result.kind === "waiting" && result.phase === "RunRsyncOperations") break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const uid = created.metadata.uid;
+    const selector = `dvm.migration.openshift.io/uid=${uid},dvm.migration.openshift.io/transfer=true`;
+    const { CoreV1Api } = await import("@kubernetes/client-node");
+    const podsOn = async (kc: typeof clusters.source) => (await kc.makeApiClient(CoreV1Api).listPodForAllNamespaces({ labelSelector: selector })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    expect((await podsOn(clusters.source)).length).toBeGreaterThan(0);
+
+    const cancelled = await dvm("cancel", name, "-n", fixture.dvmNamespace, "--timeout", "120");
+    expect(cancelled.stderr).toBe("");
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toMatch(/Transfer resources removed/);
+    await expect(readDvm(clusters.source, fixture.dvmNamespace, name)).rejects.toMatchObject({ code: 404 });
+    expect(await podsOn(clusters.source)).toEqual([]);
+    expect(await podsOn(clusters.destination)).toEqual([]);
+    for (const kc of [clusters.source, clusters.destination]) {
+      const secrets = await kc.makeApiClient(CoreV1Api).listSecretForAllNamespaces({ labelSelector: selector });
+      expect(secrets.items).toEqual([]);
+    }
+    // The data already moved stays: destination PVCs are not transfer objects.
+    const pvc = await clusters.destination.makeApiClient(CoreV1Api).readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
+    expect(pvc.metadata?.labels?.["dvm.migration.openshift.io/uid"]).toBeDefined();
+    // A later invocation for the cancelled DVM does nothing.
+    expect(await r.run(requestFor(created))).toEqual({ kind: "gone" });
+  });
+});

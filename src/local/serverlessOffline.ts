@@ -1,7 +1,8 @@
 /**
  * serverless-offline serving the phase function(s) locally: the same serverless.yml, the same esbuild
  * bundle, and the real Lambda Invoke API (RequestResponse and Event) on `lambdaEndpoint`, so the relay
- * and tests use @aws-sdk/client-lambda exactly as against AWS.
+ * and tests use @aws-sdk/client-lambda exactly as against AWS. The trigger function's HTTP API route
+ * (POST /migrations) is served on `httpEndpoint`, without IAM authorization (offline cannot check it).
  *
  * It runs under stage `offline` (serverless.yml params.offline): the host kubeconfig is the KUBECONFIG
  * file of `env`, the ledger table is env.LEDGER_TABLE_NAME, and DynamoDB is whatever env's
@@ -32,7 +33,7 @@ export interface ServerlessOfflineOptions {
   env?: NodeJS.ProcessEnv;
   /** Port of the Lambda Invoke API; default a free one. */
   lambdaPort?: number;
-  /** Port of the HTTP API server (unused: no HTTP events); default a free one. */
+  /** Port of the HTTP API server (the trigger's POST /migrations); default a free one. */
   httpPort?: number;
   /** Default: shared. */
   functionLayout?: FunctionLayout;
@@ -45,10 +46,14 @@ export interface ServerlessOfflineOptions {
 export interface ServerlessOffline {
   /** http://127.0.0.1:<lambdaPort>: `endpoint` of a LambdaClient. */
   lambdaEndpoint: string;
+  /** http://127.0.0.1:<httpPort>: the HTTP API (POST <httpEndpoint>/migrations reaches the trigger). */
+  httpEndpoint: string;
   stage: string;
   functionLayout: FunctionLayout;
   /** The Lambda function name that serves `phase` (any phase in the shared layout). */
   functionName(phase?: PhaseName): string;
+  /** The trigger function's Lambda name (for EventBridge-shaped events through the Invoke API). */
+  triggerFunctionName: string;
   logFile: string;
   stop(): Promise<void>;
 }
@@ -67,6 +72,11 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   const params = [`functionLayout=${functionLayout}`];
   if (env.LEDGER_TABLE_NAME) params.push(`ledgerTableName=${env.LEDGER_TABLE_NAME}`);
   if (env.DVM_KUBECONFIG_PARAMETER) params.push(`kubeconfigParameter=${env.DVM_KUBECONFIG_PARAMETER}`);
+  // serverless.yml's environment wins over this process's: these settings go in as params.
+  if (env.TRIGGER_ALLOWED_SOURCES) params.push(`triggerAllowedSources=${env.TRIGGER_ALLOWED_SOURCES}`);
+  if (env.DVM_EVENTS_SINK) params.push(`eventsSink=${env.DVM_EVENTS_SINK}`);
+  if (env.DVM_EVENTS_HTTP_URL) params.push(`eventsHttpUrl=${env.DVM_EVENTS_HTTP_URL}`);
+  if (env.DVM_EVENTS_HTTP_MODE) params.push(`eventsHttpMode=${env.DVM_EVENTS_HTTP_MODE}`);
 
   const child = spawnLogged({
     name: "serverless-offline",
@@ -111,10 +121,10 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   };
   try {
     await waitFor(
-      `serverless-offline on port ${lambdaPort}`,
+      `serverless-offline on ports ${lambdaPort} and ${httpPort}`,
       async () => {
         if (!child.isRunning()) throw new GiveUp(`serverless-offline exited during start-up (log ${logFile}):\n${tailFile(logFile)}`);
-        return portOpen(lambdaPort);
+        return (await portOpen(lambdaPort)) && (await portOpen(httpPort));
       },
       options.startTimeoutMs ?? 120_000,
       () => `log ${logFile}:\n${tailFile(logFile)}`,
@@ -127,9 +137,11 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   }
   return {
     lambdaEndpoint: `http://${HOST}:${lambdaPort}`,
+    httpEndpoint: `http://${HOST}:${httpPort}`,
     stage: OFFLINE_STAGE,
     functionLayout,
     functionName: (phase = "Started") => phaseFunctionName(SERVICE, OFFLINE_STAGE, functionLayout, phase),
+    triggerFunctionName: `${SERVICE}-${OFFLINE_STAGE}-trigger`,
     logFile,
     stop,
   };

@@ -1,7 +1,8 @@
 /**
  * serverless.yml, checked through what it produces: `osls package` runs offline (dummy credentials)
  * for both function layouts, and the CloudFormation template and the zip are inspected. No services are
- * needed, but packaging bundles with esbuild: the hooks have a generous timeout.
+ * needed, but packaging bundles with esbuild: the hooks have a generous timeout. The per-phase layout is
+ * packaged with its own EventBridge bus (eventBusName), so both the default bus and a named one are checked.
  */
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import { inflateRawSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phaseFunctionKeys, phaseFunctionName, type FunctionLayout } from "../../src/aws/functionLayout";
 import { EXECUTABLE_PHASES, PHASES } from "../../src/dvm/itinerary";
+import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { DEFAULT_LEASE_MS } from "../../src/runner/runner";
 import ledgerTable from "../../infra/ledger-table.json" with { type: "json" };
 
@@ -21,6 +23,9 @@ const STAGE = "ci";
 const SERVICE = "dvm-serverless";
 const LAYOUTS: FunctionLayout[] = ["shared", "per-phase"];
 const PACKAGE_TIMEOUT_MS = 240_000;
+const TRIGGER = "TriggerLambdaFunction";
+/** The bus each layout is packaged with ("default" is the account's default bus: no EventBusName). */
+const BUS: Record<FunctionLayout, string> = { shared: "default", "per-phase": "dvm-events-ci" };
 
 // CloudFormation JSON, read by path: typing every intrinsic function would only restate the template.
 type Json = Record<string, any>;
@@ -55,7 +60,8 @@ function isolatedServiceDir(name: string): string {
 async function osPackage(layout: FunctionLayout): Promise<Packaged> {
   const dir = join(scratch, layout);
   try {
-    await run(join(ROOT, "node_modules", ".bin", "osls"), ["package", "--stage", STAGE, "--package", dir, `--param=functionLayout=${layout}`], {
+    const params = [`--param=functionLayout=${layout}`, ...(BUS[layout] === "default" ? [] : [`--param=eventBusName=${BUS[layout]}`])];
+    await run(join(ROOT, "node_modules", ".bin", "osls"), ["package", "--stage", STAGE, "--package", dir, ...params], {
       cwd: isolatedServiceDir(layout),
       timeout: PACKAGE_TIMEOUT_MS,
       maxBuffer: 16 << 20,
@@ -88,12 +94,15 @@ const get = (layout: FunctionLayout) => packaged.get(layout)!;
 const ofType = (resources: Json, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type) as [string, Json][];
 const logicalId = (key: string) => `${key.charAt(0).toUpperCase()}${key.slice(1)}LambdaFunction`;
 const getAtt = (id: string, attribute = "Arn") => ({ "Fn::GetAtt": [id, attribute] });
+/** The phase functions: every Lambda function but the trigger. */
+const phaseFunctionsOf = (resources: Json) => ofType(resources, "AWS::Lambda::Function").filter(([id]) => id !== TRIGGER);
 
 describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
   it("generates the functions from the itinerary table", () => {
     const { resources } = get(layout);
-    const functions = ofType(resources, "AWS::Lambda::Function");
+    const functions = phaseFunctionsOf(resources);
     const expected = phaseFunctionKeys(layout).map(logicalId);
+    expect(ofType(resources, "AWS::Lambda::Function").map(([id]) => id).sort()).toEqual([...expected, TRIGGER].sort());
     expect(functions.map(([id]) => id).sort()).toEqual([...expected].sort());
     if (layout === "per-phase") {
       expect(functions).toHaveLength(EXECUTABLE_PHASES.length);
@@ -108,8 +117,8 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     }
   });
 
-  it("runs every function on nodejs22.x with the bundled handler, within the runner's lease", () => {
-    for (const [, fn] of ofType(get(layout).resources, "AWS::Lambda::Function")) {
+  it("runs every phase function on nodejs22.x with the bundled handler, within the runner's lease", () => {
+    for (const [, fn] of phaseFunctionsOf(get(layout).resources)) {
       expect(fn.Properties.Runtime).toBe("nodejs22.x");
       expect(fn.Properties.Handler).toBe("functions/phase.handler");
       // A live invocation must never be taken over: the lease outlasts the function timeout.
@@ -117,6 +126,9 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         LEDGER_TABLE_NAME: `${SERVICE}-${STAGE}-ledger`,
         DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/host-kubeconfig`,
+        DVM_EVENTS_SINK: "eventbridge",
+        DVM_EVENTS_BUS_NAME: BUS[layout],
+        DVM_EVENTS_SOURCE: `${SERVICE}/${STAGE}`,
       });
     }
   });
@@ -124,8 +136,8 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
   it("sends events Lambda gave up on to the dead-letter queue, with deliberate retry settings", () => {
     const { resources } = get(layout);
     expect(resources.PhaseFailureQueue?.Type).toBe("AWS::SQS::Queue");
-    const configs = ofType(resources, "AWS::Lambda::EventInvokeConfig");
-    const functions = ofType(resources, "AWS::Lambda::Function").map(([id]) => id);
+    const configs = ofType(resources, "AWS::Lambda::EventInvokeConfig").filter(([, c]) => c.Properties.FunctionName.Ref !== TRIGGER);
+    const functions = phaseFunctionsOf(resources).map(([id]) => id);
     expect(configs.map(([, c]) => c.Properties.FunctionName.Ref).sort()).toEqual([...functions].sort());
     for (const [, config] of configs) {
       expect(config.Properties).toMatchObject({
@@ -137,7 +149,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     }
   });
 
-  it("grants the functions only the ledger table, the kubeconfig parameter, the queue and their logs", () => {
+  it("grants the functions only the ledger table, the kubeconfig parameter, the queue, the event bus and their logs", () => {
     const { resources } = get(layout);
     const role = resources.IamRoleLambdaExecution;
     const statements = role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement) as Json[];
@@ -147,8 +159,12 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       for (const action of [s.Action].flat() as string[]) byAction.set(action, s.Resource);
     }
     expect([...byAction.keys()].sort()).toEqual(
-      ["dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:TagResource", "sqs:SendMessage", "ssm:GetParameter"].sort(),
+      ["dynamodb:Query", "dynamodb:UpdateItem", "events:PutEvents", "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:TagResource", "sqs:SendMessage", "ssm:GetParameter"].sort(),
     );
+    // PutEvents on the one bus, by ARN: arn:<partition>:events:<region>:<account>:event-bus/<name>.
+    expect(byAction.get("events:PutEvents")).toEqual({
+      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":events:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":event-bus/", BUS[layout]]],
+    });
     expect(byAction.get("dynamodb:UpdateItem")).toEqual(getAtt("LedgerTable"));
     expect(byAction.get("dynamodb:Query")).toEqual(getAtt("LedgerTable"));
     expect(byAction.get("sqs:SendMessage")).toEqual(getAtt("PhaseFailureQueue"));
@@ -166,7 +182,8 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     const statements = policy.Properties.PolicyDocument.Statement as Json[];
     expect(statements).toHaveLength(1);
     expect(statements[0]).toMatchObject({ Effect: "Allow", Action: ["lambda:InvokeFunction"] });
-    const targets = ofType(resources, "AWS::Lambda::Function").map(([id]) => getAtt(id));
+    // The relay reaches the phase functions only, not the trigger.
+    const targets = phaseFunctionsOf(resources).map(([id]) => getAtt(id));
     expect(statements[0]!.Resource).toEqual(expect.arrayContaining(targets));
     expect(statements[0]!.Resource).toHaveLength(targets.length);
 
@@ -201,27 +218,89 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       Properties: { ...ledgerTable.Properties, TableName: `${SERVICE}-${STAGE}-ledger` },
     });
   });
+
+  it("has the trigger function, with its own handler and settings", () => {
+    const { resources } = get(layout);
+    const trigger = resources[TRIGGER];
+    expect(trigger.Properties).toMatchObject({
+      FunctionName: `${SERVICE}-${STAGE}-trigger`,
+      Handler: "functions/trigger.handler",
+      Runtime: "nodejs22.x",
+      Role: getAtt("IamRoleLambdaExecution"),
+    });
+    // Below the HTTP API's 30 s integration limit.
+    expect(trigger.Properties.Timeout).toBeLessThanOrEqual(29);
+    expect(trigger.Properties.Environment.Variables).toMatchObject({
+      POWERTOOLS_SERVICE_NAME: "dvm-trigger",
+      TRIGGER_ALLOWED_SOURCES: "",
+      DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/host-kubeconfig`,
+    });
+    // Outgoing events are the phase functions' business.
+    expect(trigger.Properties.Environment.Variables.DVM_EVENTS_SINK).toBeUndefined();
+    const [config] = ofType(resources, "AWS::Lambda::EventInvokeConfig").filter(([, c]) => c.Properties.FunctionName.Ref === TRIGGER);
+    expect(config?.[1].Properties).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 });
+  });
+
+  it("routes POST /migrations of the HTTP API to the trigger, behind IAM authorization", () => {
+    const { resources } = get(layout);
+    const routes = ofType(resources, "AWS::ApiGatewayV2::Route");
+    expect(routes).toHaveLength(1);
+    const [, route] = routes[0]!;
+    expect(route.Properties).toMatchObject({ RouteKey: "POST /migrations", AuthorizationType: "AWS_IAM" });
+    const integrationId = (route.Properties.Target["Fn::Join"][1] as Json[])[1]!.Ref as string;
+    expect(resources[integrationId].Properties).toMatchObject({ IntegrationType: "AWS_PROXY", PayloadFormatVersion: "2.0", IntegrationUri: getAtt(TRIGGER) });
+    expect(ofType(resources, "AWS::ApiGatewayV2::Authorizer")).toEqual([]);
+  });
+
+  it("has an EventBridge rule on the configured bus for the migration request type, targeting the trigger", () => {
+    const { resources } = get(layout);
+    const rules = ofType(resources, "AWS::Events::Rule");
+    expect(rules).toHaveLength(1);
+    const [, rule] = rules[0]!;
+    expect(rule.Properties.EventPattern).toEqual({ "detail-type": [MIGRATION_REQUESTED] });
+    expect(rule.Properties.Targets).toEqual([expect.objectContaining({ Arn: getAtt(TRIGGER) })]);
+    const buses = ofType(resources, "AWS::Events::EventBus");
+    if (BUS[layout] === "default") {
+      expect(rule.Properties.EventBusName).toBeUndefined();
+      expect(buses).toEqual([]);
+    } else {
+      // A named bus is created by the stack, and the rule sits on it.
+      expect(rule.Properties.EventBusName).toBe(BUS[layout]);
+      expect(buses.map(([, b]) => b.Properties.Name)).toEqual([BUS[layout]]);
+    }
+    const permissions = ofType(resources, "AWS::Lambda::Permission").map(([, p]) => p.Properties);
+    expect(permissions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Principal: "events.amazonaws.com", FunctionName: getAtt(TRIGGER) }),
+        expect.objectContaining({ Principal: "apigateway.amazonaws.com", FunctionName: getAtt(TRIGGER) }),
+      ]),
+    );
+  });
 });
 
 describe("the deployment package", () => {
-  it("holds only the bundle, which loads in a fresh Node process", async () => {
+  it("holds only the bundles, which load in a fresh Node process", async () => {
     const { zip } = get("shared");
     const entries = readZip(zip);
-    expect([...entries.keys()]).toEqual(["functions/phase.cjs"]);
-    const bundle = join(scratch, "phase.cjs");
-    writeFileSync(bundle, entries.get("functions/phase.cjs")!);
-    // Loading runs module scope (Powertools, middy, the SDK clients' imports): nothing may need the network or env.
-    const { stdout } = await run(process.execPath, ["-e", `const m = require(${JSON.stringify(bundle)}); process.stdout.write(typeof m.handler)`], {
-      env: { PATH: process.env.PATH ?? "" },
-      timeout: 60_000,
-    });
-    expect(stdout).toBe("function");
+    expect([...entries.keys()].sort()).toEqual(["functions/phase.cjs", "functions/trigger.cjs"]);
+    for (const name of ["phase", "trigger"]) {
+      const bundle = join(scratch, `${name}.cjs`);
+      writeFileSync(bundle, entries.get(`functions/${name}.cjs`)!);
+      // Loading runs module scope (Powertools, middy, the SDK clients' imports): nothing may need the network or env.
+      const { stdout } = await run(process.execPath, ["-e", `const m = require(${JSON.stringify(bundle)}); process.stdout.write(typeof m.handler)`], {
+        env: { PATH: process.env.PATH ?? "" },
+        timeout: 60_000,
+      });
+      expect(stdout, name).toBe("function");
+    }
   }, 90_000);
 
   it("is the same code for both layouts", () => {
-    const shared = readZip(get("shared").zip).get("functions/phase.cjs");
-    const perPhase = readZip(get("per-phase").zip).get("functions/phase.cjs");
-    expect(perPhase?.equals(shared!)).toBe(true);
+    for (const file of ["functions/phase.cjs", "functions/trigger.cjs"]) {
+      const shared = readZip(get("shared").zip).get(file);
+      const perPhase = readZip(get("per-phase").zip).get(file);
+      expect(perPhase?.equals(shared!), file).toBe(true);
+    }
   });
 });
 

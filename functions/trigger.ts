@@ -1,0 +1,25 @@
+/**
+ * Lambda entry point of the trigger function: a CloudEvent asking for a migration
+ * (io.dvm-serverless.migration.requested.v1) creates one DirectVolumeMigration, however often it is
+ * delivered. It arrives over the HTTP API (POST /migrations, structured or binary CloudEvents) or from
+ * an EventBridge rule. Everything that is not Lambda plumbing lives in src/ (src/aws/triggerHandler.ts
+ * adapts, src/events/trigger.ts decides); docs/events.md describes the event.
+ */
+import { Logger } from "@aws-lambda-powertools/logger";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import middy from "@middy/core";
+import { METRICS_NAMESPACE } from "../src/aws/phaseMetrics";
+import { powertoolsLogger } from "../src/aws/powertoolsLogger";
+import { createTriggerHandler, triggerFromEnv } from "../src/aws/triggerHandler";
+
+// Module scope: created once per container (the allow-list warning is logged once, at cold start).
+const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? "dvm-trigger";
+const logger = new Logger({ serviceName });
+const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName });
+const log = powertoolsLogger(logger);
+
+export const handler = middy(createTriggerHandler({ trigger: triggerFromEnv(process.env, log), log, metrics }))
+  .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics, { captureColdStartMetric: true }));

@@ -1,0 +1,100 @@
+/**
+ * The trigger function's Lambda adapter: an HTTP API (API Gateway v2, payload 2.0) request or an
+ * EventBridge event in, the trigger's reply out (src/events/trigger.ts decides; nothing here does).
+ *
+ *   HTTP API      the reply becomes the HTTP response (201/200/4xx/5xx, JSON body, Retry-After on 503).
+ *   EventBridge   the reply is the invocation's result. A 5xx reply throws instead, so Lambda retries
+ *                 the asynchronous invocation and finally keeps the event in the function's
+ *                 on-failure destination; a refused event (4xx) is not retried: it would fail the same way.
+ */
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { isPlainObject, rejection } from "../events/incoming";
+import { parseSourceAllowList } from "../events/sources";
+import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
+import { KubeMigrationStore } from "../events/migrationStore";
+import type { Logger } from "../log";
+import { kubeconfigSourceFromEnv } from "./kubeconfigSource";
+import { onceAsync } from "./once";
+import type { MetricsWriter } from "./phaseMetrics";
+
+export const TRIGGER_ENV = {
+  allowedSources: "TRIGGER_ALLOWED_SOURCES",
+  maxEventBytes: "TRIGGER_MAX_EVENT_BYTES",
+} as const;
+
+/** A 5xx reply to an EventBridge event: thrown so Lambda's async retry takes over. */
+export class TriggerUnavailableError extends Error {
+  override readonly name: string = "TriggerUnavailableError";
+  constructor(readonly reply: TriggerReply) {
+    super(`${reply.status}: ${"message" in reply.body ? reply.body.message : ""}`);
+  }
+}
+
+export type TriggerFunctionResult = APIGatewayProxyStructuredResultV2 | TriggerReply;
+
+export interface TriggerHandlerOptions {
+  trigger: Trigger;
+  log: Logger;
+  metrics: MetricsWriter;
+}
+
+export function createTriggerHandler(options: TriggerHandlerOptions): (event: unknown) => Promise<TriggerFunctionResult> {
+  const { trigger, metrics } = options;
+  return async (event) => {
+    if (isHttpApiEvent(event)) {
+      const reply = await trigger.handleHttp({ headers: event.headers ?? {}, body: httpBody(event) });
+      recordReply(metrics, reply, "http");
+      return httpResponse(reply);
+    }
+    const reply = isPlainObject(event) && "detail-type" in event
+      ? await trigger.handleEventBridge(event)
+      : await trigger.handle({ ok: false, rejection: rejection(400, "invalid event", [{ field: "event", message: "neither an HTTP API request nor an EventBridge event" }]) });
+    recordReply(metrics, reply, "eventbridge");
+    if (reply.status >= 500) throw new TriggerUnavailableError(reply);
+    return reply;
+  };
+}
+
+/** The trigger configured by the environment; warns (once, at cold start) when every source is allowed. */
+export function triggerFromEnv(env: NodeJS.ProcessEnv, log: Logger): Trigger {
+  const allowedSources = parseSourceAllowList(env[TRIGGER_ENV.allowedSources]);
+  if (allowedSources.allowsAll) log.warn(`${TRIGGER_ENV.allowedSources} is empty: events from any source may create migrations`);
+  const maxText = env[TRIGGER_ENV.maxEventBytes]?.trim();
+  const maxBytes = maxText ? Number(maxText) : undefined;
+  if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0)) {
+    log.warn(`${TRIGGER_ENV.maxEventBytes} is not a positive integer; the default limit applies`, { value: maxText });
+  }
+  const hostKubeConfig = kubeconfigSourceFromEnv(env);
+  const store = onceAsync(async () => new KubeMigrationStore(await hostKubeConfig()));
+  return createTrigger({
+    store,
+    allowedSources,
+    log,
+    ...(maxBytes !== undefined && Number.isInteger(maxBytes) && maxBytes > 0 ? { maxBytes } : {}),
+  });
+}
+
+function isHttpApiEvent(event: unknown): event is APIGatewayProxyEventV2 {
+  if (!isPlainObject(event)) return false;
+  const context = event.requestContext as { http?: unknown } | undefined;
+  return isPlainObject(context) && isPlainObject(context.http);
+}
+
+function httpBody(event: APIGatewayProxyEventV2): string | Buffer | undefined {
+  if (event.body === undefined) return undefined;
+  return event.isBase64Encoded ? Buffer.from(event.body, "base64") : event.body;
+}
+
+export function httpResponse(reply: TriggerReply): APIGatewayProxyStructuredResultV2 {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if ("retryAfterSeconds" in reply && reply.retryAfterSeconds !== undefined) headers["retry-after"] = String(reply.retryAfterSeconds);
+  return { statusCode: reply.status, headers, body: JSON.stringify(reply.body) };
+}
+
+/** TriggerRequests by Transport and Outcome (created, existed, refused, failed). */
+function recordReply(metrics: MetricsWriter, reply: TriggerReply, transport: "http" | "eventbridge"): void {
+  const outcome = reply.status === 201 ? "Created" : reply.status === 200 ? "Existed" : reply.status < 500 ? "Refused" : "Failed";
+  metrics.addDimension("Transport", transport);
+  for (const name of ["Created", "Existed", "Refused", "Failed"]) metrics.addMetric(`Migrations${name}`, MetricUnit.Count, name === outcome ? 1 : 0);
+}

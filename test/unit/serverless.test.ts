@@ -168,7 +168,11 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(byAction.get("dynamodb:UpdateItem")).toEqual(getAtt("LedgerTable"));
     expect(byAction.get("dynamodb:Query")).toEqual(getAtt("LedgerTable"));
     expect(byAction.get("sqs:SendMessage")).toEqual(getAtt("PhaseFailureQueue"));
-    expect(JSON.stringify(byAction.get("ssm:GetParameter"))).toContain(`":parameter","/${SERVICE}/${STAGE}/host-kubeconfig"`);
+    // Exactly the two kubeconfig parameters: the phase functions' and the trigger's.
+    const parameters = byAction.get("ssm:GetParameter") as unknown[];
+    expect(parameters).toHaveLength(2);
+    expect(JSON.stringify(parameters[0])).toContain(`":parameter","/${SERVICE}/${STAGE}/host-kubeconfig"`);
+    expect(JSON.stringify(parameters[1])).toContain(`":parameter","/${SERVICE}/${STAGE}/trigger-kubeconfig"`);
     // Log groups are the only resources named by pattern: this service and stage's own.
     for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
       expect(JSON.stringify(byAction.get(action))).toContain(`log-group:/aws/lambda/${SERVICE}-${STAGE}*:`);
@@ -233,7 +237,8 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(trigger.Properties.Environment.Variables).toMatchObject({
       POWERTOOLS_SERVICE_NAME: "dvm-trigger",
       TRIGGER_ALLOWED_SOURCES: "",
-      DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/host-kubeconfig`,
+      // Its own identity (infra/k8s/trigger-rbac.yaml): the phase functions' may not create DVMs.
+      DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
     });
     // Outgoing events are the phase functions' business.
     expect(trigger.Properties.Environment.Variables.DVM_EVENTS_SINK).toBeUndefined();

@@ -3,17 +3,14 @@
  * serverless-offline's Lambda Invoke API, the DynamoDB ledger, two control planes with kwok. The test
  * only creates a DVM through the API server and waits: nothing here drives a phase.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
 import { DynamoPhaseLedger, createLedgerClient } from "../../src/ledger";
-import { startLocalController, type LocalController } from "../../src/local/controller";
+import type { LocalController } from "../../src/local/controller";
 import { silentLogger } from "../../src/log";
 import { testClusters } from "../support/clusters";
-import { dynamoEndpoint } from "../support/dynamo";
+import { startTestController } from "../support/controller";
 import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
 
 const clusters = testClusters();
@@ -33,18 +30,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
 
 beforeAll(async () => {
   fixture = await createMigrationFixture(clusters, run);
-  const dynamo = dynamoEndpoint();
-  if (!dynamo) throw new Error("DynamoDB is not part of this run");
-  process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
-  process.env.AWS_REGION = dynamo.region;
-  if (!process.env.AWS_ACCESS_KEY_ID) Object.assign(process.env, { AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal" });
-  controller = await startLocalController({
-    kubeconfig: clusters.info.source.kubeconfigPath,
-    podClusters: fixture.sameCluster ? [] : [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
-    ledgerTableName: `dvm-e2e-${run}`,
-    stateDir: mkdtempSync(join(tmpdir(), "dvm-e2e-")),
-    log: silentLogger,
-  });
+  controller = await startTestController(clusters, fixture, "e2e", silentLogger);
 });
 
 afterAll(async () => {

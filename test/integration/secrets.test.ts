@@ -3,18 +3,16 @@
  * stack with debug logging, then every captured line is scanned for the rsync password, every private
  * key and the clusters' credentials.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DVMP_PLURAL, DVM_GROUP, DVM_VERSION } from "../../src/dvm/types";
-import { startLocalController, type LocalController } from "../../src/local/controller";
+import type { LocalController } from "../../src/local/controller";
 import { jsonLogger } from "../../src/log";
 import { LABEL, transferNames } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
-import { dynamoEndpoint } from "../support/dynamo";
+import { startTestController } from "../support/controller";
 import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
 
 const clusters = testClusters();
@@ -37,17 +35,9 @@ function decoded(secret: { data?: Record<string, string> }): string[] {
 
 beforeAll(async () => {
   fixture = await createMigrationFixture(clusters, run);
-  const dynamo = dynamoEndpoint();
-  if (!dynamo) throw new Error("DynamoDB is not part of this run");
-  Object.assign(process.env, { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, AWS_REGION: dynamo.region, POWERTOOLS_LOG_LEVEL: "DEBUG", LOG_LEVEL: "debug" });
-  if (!process.env.AWS_ACCESS_KEY_ID) Object.assign(process.env, { AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal" });
-  controller = await startLocalController({
-    kubeconfig: clusters.info.source.kubeconfigPath,
-    podClusters: fixture.sameCluster ? [] : [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
-    ledgerTableName: `dvm-secrets-${run}`,
-    stateDir: mkdtempSync(join(tmpdir(), "dvm-secrets-")),
-    log: jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)),
-  });
+  // Debug logging everywhere: the more is printed, the more a leak would show.
+  Object.assign(process.env, { POWERTOOLS_LOG_LEVEL: "DEBUG", LOG_LEVEL: "debug" });
+  controller = await startTestController(clusters, fixture, "secrets", jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)));
 });
 
 afterAll(async () => {

@@ -5,7 +5,7 @@
  * packaged with its own EventBridge bus (eventBusName), so both the default bus and a named one are checked.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -16,9 +16,9 @@ import { EXECUTABLE_PHASES, PHASES } from "../../src/dvm/itinerary";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { DEFAULT_LEASE_MS } from "../../src/runner/runner";
 import ledgerTable from "../../infra/ledger-table.json" with { type: "json" };
+import { packageService, type PackagedService } from "../support/osls";
 
 const run = promisify(execFile);
-const ROOT = join(import.meta.dirname, "..", "..");
 const STAGE = "ci";
 const SERVICE = "dvm-serverless";
 const LAYOUTS: FunctionLayout[] = ["shared", "per-phase"];
@@ -29,12 +29,7 @@ const BUS: Record<FunctionLayout, string> = { shared: "default", "per-phase": "d
 
 // CloudFormation JSON, read by path: typing every intrinsic function would only restate the template.
 type Json = Record<string, any>;
-interface Packaged {
-  dir: string;
-  template: Json;
-  resources: Json;
-  zip: Buffer;
-}
+type Packaged = PackagedService;
 
 const packaged = new Map<FunctionLayout, Packaged>();
 const scratch = mkdtempSync(join(tmpdir(), "dvm-sls-package-"));
@@ -46,41 +41,9 @@ const scratch = mkdtempSync(join(tmpdir(), "dvm-sls-package-"));
  * --package, so two packagings in one directory (both layouts here, or another test run in parallel)
  * would trip over each other.
  */
-function isolatedServiceDir(name: string): string {
-  const dir = join(scratch, `service-${name}`);
-  mkdirSync(dir);
-  for (const entry of readdirSync(ROOT)) {
-    if ([".git", ".serverless", ".esbuild", ".serverless-offline"].includes(entry)) continue;
-    if (entry === "serverless.yml") copyFileSync(join(ROOT, entry), join(dir, entry));
-    else symlinkSync(join(ROOT, entry), join(dir, entry));
-  }
-  return dir;
-}
-
 async function osPackage(layout: FunctionLayout): Promise<Packaged> {
-  const dir = join(scratch, layout);
-  try {
-    const params = [`--param=functionLayout=${layout}`, ...(BUS[layout] === "default" ? [] : [`--param=eventBusName=${BUS[layout]}`])];
-    await run(join(ROOT, "node_modules", ".bin", "osls"), ["package", "--stage", STAGE, "--package", dir, ...params], {
-      cwd: isolatedServiceDir(layout),
-      timeout: PACKAGE_TIMEOUT_MS,
-      maxBuffer: 16 << 20,
-      env: {
-        ...process.env,
-        AWS_ACCESS_KEY_ID: "test",
-        AWS_SECRET_ACCESS_KEY: "test",
-        AWS_SESSION_TOKEN: "",
-        AWS_PROFILE: "",
-        AWS_REGION: "us-east-1",
-        DVM_ESBUILD_WORK_FOLDER: "",
-      },
-    });
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`osls package (${layout}) failed: ${e.message}\n${e.stdout ?? ""}\n${e.stderr ?? ""}`);
-  }
-  const template = JSON.parse(readFileSync(join(dir, "cloudformation-template-update-stack.json"), "utf8")) as Json;
-  return { dir, template, resources: template.Resources as Json, zip: readFileSync(join(dir, `${SERVICE}.zip`)) };
+  const params = [`--param=functionLayout=${layout}`, ...(BUS[layout] === "default" ? [] : [`--param=eventBusName=${BUS[layout]}`])];
+  return packageService({ stage: STAGE, scratch, name: layout, params, timeoutMs: PACKAGE_TIMEOUT_MS });
 }
 
 beforeAll(async () => {

@@ -8,13 +8,14 @@
  *   the function, the ledger table and the SSM parameter the script and the kind overlay use.
  */
 import { execFile, spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phaseFunctionName } from "../../src/aws/functionLayout";
+import { packageService } from "../support/osls";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const WORKFLOWS = join(ROOT, ".github", "workflows");
@@ -93,36 +94,7 @@ describe("osls package --stage local (what e2e.sh deploys to LocalStack)", () =>
   let resources: Json;
 
   beforeAll(async () => {
-    // A private service directory, as test/unit/serverless.test.ts does: osls writes .serverless and
-    // .esbuild into it, which would collide with other packagings running at the same time.
-    const dir = join(scratch, "service");
-    mkdirSync(dir);
-    for (const entry of readdirSync(ROOT)) {
-      if ([".git", ".serverless", ".esbuild", ".serverless-offline", ".dvm"].includes(entry)) continue;
-      if (entry === "serverless.yml") copyFileSync(join(ROOT, entry), join(dir, entry));
-      else symlinkSync(join(ROOT, entry), join(dir, entry));
-    }
-    const out = join(scratch, "package");
-    try {
-      await run(join(ROOT, "node_modules", ".bin", "osls"), ["package", "--stage", "local", "--package", out], {
-        cwd: dir,
-        timeout: 240_000,
-        maxBuffer: 16 << 20,
-        env: {
-          ...process.env,
-          AWS_ACCESS_KEY_ID: "test",
-          AWS_SECRET_ACCESS_KEY: "test",
-          AWS_SESSION_TOKEN: "",
-          AWS_PROFILE: "",
-          AWS_REGION: "us-east-1",
-          DVM_ESBUILD_WORK_FOLDER: "",
-        },
-      });
-    } catch (error) {
-      const e = error as { stdout?: string; stderr?: string; message: string };
-      throw new Error(`osls package --stage local failed: ${e.message}\n${e.stdout ?? ""}\n${e.stderr ?? ""}`);
-    }
-    resources = (JSON.parse(readFileSync(join(out, "cloudformation-template-update-stack.json"), "utf8")) as Json).Resources as Json;
+    resources = (await packageService({ stage: "local", scratch, name: "local" })).resources;
   }, 300_000);
 
   it("has the phase function the kind relay invokes, reading the host kubeconfig from the parameter e2e.sh writes", () => {

@@ -1,0 +1,24 @@
+/** The whole local controller (relay, phase function behind serverless-offline) on the test clusters. */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startLocalController, type LocalController } from "../../src/local/controller";
+import type { Logger } from "../../src/log";
+import type { TestClusters } from "./clusters";
+import { dynamoEndpoint } from "./dynamo";
+import type { MigrationFixture } from "./migration";
+
+export async function startTestController(clusters: TestClusters, fixture: MigrationFixture, name: string, log: Logger): Promise<LocalController> {
+  const dynamo = dynamoEndpoint();
+  if (!dynamo) throw new Error("DynamoDB is not part of this run");
+  // The controller and the function it starts read the ledger's endpoint from the environment.
+  Object.assign(process.env, { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, AWS_REGION: dynamo.region });
+  if (!process.env.AWS_ACCESS_KEY_ID) Object.assign(process.env, { AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal" });
+  return startLocalController({
+    kubeconfig: clusters.info.source.kubeconfigPath,
+    podClusters: fixture.sameCluster ? [] : [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
+    ledgerTableName: `dvm-${name}-${fixture.run}`,
+    stateDir: mkdtempSync(join(tmpdir(), `dvm-${name}-`)),
+    log,
+  });
+}

@@ -1,0 +1,103 @@
+/**
+ * Each fault on its own, on the shared control planes: our runner and the baseline side by side, the
+ * same bodies, the same faults. Invariants only, never timings.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeReport, runScenario, scenarioNamed, type ScenarioReport, type TargetReport } from "./harness";
+import { chaosSuite, type ChaosSuite } from "./environment";
+
+let suite: ChaosSuite;
+
+beforeAll(async () => {
+  suite = await chaosSuite();
+});
+
+afterAll(async () => {
+  await suite?.stop();
+});
+
+async function run(name: string, options: { dvms?: number; pvcs?: number; leaseMs?: number } = {}): Promise<{ report: ScenarioReport; ours: TargetReport; baseline: TargetReport }> {
+  const report = await runScenario({
+    env: suite.env,
+    observatory: suite.observatory,
+    scenario: scenarioNamed(name),
+    dvms: options.dvms ?? 2,
+    pvcs: options.pvcs ?? 2,
+    timeoutMs: 90_000,
+    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+  });
+  for (const line of describeReport(report)) console.log(line);
+  return { report, ours: report.reports.find((r) => r.target === "ours")!, baseline: report.reports.find((r) => r.target === "baseline")! };
+}
+
+/** What must hold for our runner in every scenario without crashes. */
+function expectExactlyOnce(ours: TargetReport): void {
+  expect(ours.stuck, "every migration completes").toEqual([]);
+  expect(ours.repeats.details, "no phase body runs twice").toEqual([]);
+  expect(ours.repeats.repeats).toBe(0);
+  expect(ours.repeats.waitRepeats).toBe(0);
+  expect(ours.repeats.overlaps).toBe(0);
+  expect(ours.lostTransitions).toEqual([]);
+  expect(ours.regressions).toEqual([]);
+  expect(ours.createdTwice).toEqual([]);
+}
+
+describe("chaos: one fault at a time", () => {
+  it("no fault: the control run", async () => {
+    const { ours } = await run("none");
+    expectExactlyOnce(ours);
+  });
+
+  it("stale replay: the baseline re-runs the previous phase, ours runs each phase once", async () => {
+    const { ours, baseline } = await run("stale-replay");
+    expect(ours.delivery.staleReads).toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+    // The harness reproduces the upstream bug: a read one write behind re-runs the previous phase.
+    expect(baseline.delivery.staleReads).toBeGreaterThan(0);
+    expect(baseline.repeats.repeats).toBeGreaterThan(0);
+    expect(baseline.regressions).toEqual([]);
+  });
+
+  it("duplicate and reordered deliveries", async () => {
+    const { ours } = await run("duplicates");
+    expect(ours.delivery.duplicates).toBeGreaterThan(0);
+    expect(ours.delivery.reordered).toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("concurrent invocations for the same DVM", async () => {
+    const { ours } = await run("concurrent");
+    expectExactlyOnce(ours);
+  });
+
+  it("409 conflicts from a concurrent writer", async () => {
+    const { report, ours } = await run("conflicts");
+    expect(report.injected.conflictPatches).toBeGreaterThan(0);
+    expect(ours.statusConflicts, "the guarded status write met conflicts and re-read").toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("DynamoDB throttling and 500s", async () => {
+    const { ours } = await run("throttle");
+    expect(ours.dynamo!.throttled + ours.dynamo!.serverErrors).toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("a crash after a phase's side effects and before its completion repeats at most that phase", async () => {
+    // A 3 s lease (2 s function timeout): each takeover waits it out.
+    const { ours, baseline } = await run("crash", { leaseMs: 3_000 });
+    expect(ours.repeats.crashed, "crashes were injected").toBeGreaterThan(0);
+    // Each crashed claim is taken over once its lease expired; a kill at the function timeout may add one.
+    expect(ours.takeovers).toBeGreaterThanOrEqual(ours.repeats.crashed);
+    expect(ours.takeovers).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    expect(ours.stuck).toEqual([]);
+    expect(ours.repeats.repeats, "at most the interrupted phases ran again").toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    expect(ours.repeats.waitRepeats).toBe(0);
+    expect(ours.repeats.overlaps).toBe(0);
+    expect(ours.lostTransitions).toEqual([]);
+    expect(ours.regressions).toEqual([]);
+    // Create-or-adopt: the repeated body found what the crashed one had created.
+    expect(ours.createdTwice).toEqual([]);
+    expect(baseline.repeats.crashed).toBeGreaterThan(0);
+  });
+});

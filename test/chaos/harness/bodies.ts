@@ -1,0 +1,80 @@
+/**
+ * The real phase bodies, wrapped so that every entry is reported before the body runs and every exit
+ * after it returns. The report goes through `hooks` (a Tally in this process, IPC from a worker), so a
+ * body killed midway still counts as entered. `crashAfter` decides whether the process dies right after
+ * a body returned: its side effects are done, the ledger has not recorded the completion.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { performance } from "node:perf_hooks";
+import { EXECUTABLE_PHASES, phaseSpec, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
+import type { DirectVolumeMigration } from "../../../src/dvm/types";
+import { PHASE_BODIES } from "../../../src/phases";
+import type { PhaseBody, PhaseContext, PhaseOutcome } from "../../../src/phases/types";
+import type { BodyEntry, BodyOutcome, Tally } from "./tally";
+
+export type Bodies = Record<ExecutablePhaseName, PhaseBody>;
+
+export interface BodyHooks {
+  enter(entry: Omit<BodyEntry, "exitedAt" | "outcome" | "error">): Promise<string> | string;
+  exit(key: string, outcome: BodyOutcome, error?: string): Promise<void> | void;
+  /** True: die now (after reporting "crashed"). */
+  crashAfter?(ctx: PhaseContext, outcome: PhaseOutcome): boolean;
+  /** How to die: SIGKILL in a worker; a thrown SimulatedCrash for the in-process baseline. */
+  crash?(ctx: PhaseContext): Promise<never>;
+}
+
+/** Per invocation: time spent in bodies, and a stale object to serve as the invocation's first read. */
+export interface InvocationScope {
+  bodyMs: number;
+  staleDvm?: DirectVolumeMigration;
+}
+
+export const invocationScope = new AsyncLocalStorage<InvocationScope>();
+
+/** The baseline's crash: the reconcile stops right after the body, before any status write. */
+export class SimulatedCrash extends Error {
+  override readonly name = "SimulatedCrash";
+}
+
+export function countedBodies(hooks: BodyHooks, real: Bodies = PHASE_BODIES): Bodies {
+  const wrap =
+    (phase: ExecutablePhaseName): PhaseBody =>
+    async (ctx) => {
+      const key = await hooks.enter({ uid: ctx.dvm.uid, phase, generation: ctx.dvm.generation, attempt: ctx.attempt, enteredAt: Date.now() });
+      const started = performance.now();
+      const scope = invocationScope.getStore();
+      let outcome: PhaseOutcome;
+      try {
+        outcome = await real[phase](ctx);
+      } catch (error) {
+        if (scope) scope.bodyMs += performance.now() - started;
+        await hooks.exit(key, "threw", error instanceof Error ? error.message : String(error));
+        throw error;
+      }
+      if (scope) scope.bodyMs += performance.now() - started;
+      if (hooks.crashAfter?.(ctx, outcome) && hooks.crash) {
+        await hooks.exit(key, "crashed");
+        return hooks.crash(ctx);
+      }
+      await hooks.exit(key, outcome.kind);
+      return outcome;
+    };
+  return Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, wrap(phase)])) as Bodies;
+}
+
+/** Crash after these phases, once each per DVM: on their first attempt only, so a takeover completes. */
+export function crashPlan(phases: readonly ExecutablePhaseName[]): (ctx: PhaseContext, outcome: PhaseOutcome) => boolean {
+  const wanted = new Set<string>(phases.filter((p) => !phaseSpec(p).waits));
+  return (ctx, outcome) => wanted.has(ctx.phase) && ctx.attempt === 1 && outcome.kind !== "wait";
+}
+
+/** Non-waiting phases with side effects on both clusters: secrets (and PKI) on three, pods on one. */
+export const CRASH_PHASES: readonly ExecutablePhaseName[] = ["CreateRsyncConfig", "CreateRsyncTransferPods"];
+
+/** Hooks that record into a Tally of this process. */
+export function tallyHooks(tally: Tally): BodyHooks {
+  return {
+    enter: (entry) => tally.enter(entry),
+    exit: (key, outcome, error) => tally.exit(key, outcome, Date.now(), error),
+  };
+}

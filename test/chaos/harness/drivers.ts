@@ -1,0 +1,187 @@
+/**
+ * What sends requests: either a loop per DVM that behaves like the relay (deliver, then again after the
+ * result's requeue delay; several loops per DVM for concurrent invocations), or the real watch relay with
+ * an in-process transport (for relay restarts and 410 Gone). Both go through a Deliverer, which adds the
+ * event-stream faults. Requeue delays are capped (`capMs`) so a run takes seconds, not minutes.
+ */
+import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { silentLogger } from "../../../src/log";
+import { InProcessTransport, Relay } from "../../../src/relay";
+import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
+import { delayOf, type Deliverer } from "./delivery";
+import type { StartedMigration } from "./fixture";
+import type { DvmHistory } from "./observatory";
+import { sleep, type Random } from "./random";
+
+export function requestFrom(history: DvmHistory, migration: StartedMigration, reason: string): ReconcileRequest {
+  const latest = history.latestByUid(migration.uid);
+  if (!latest) return { ...migration.request, reason };
+  const { uid, namespace, name, generation, resourceVersion } = latest.metadata;
+  return { uid, namespace, name, generation, resourceVersion, reason };
+}
+
+export interface LoopOptions {
+  /** Independent loops per DVM: more than one means concurrent invocations for the same DVM. */
+  loopsPerDvm: number;
+  capMs: number;
+  deadline: number;
+  random: Random;
+}
+
+/** Longest wait after "busy" or "retry": the phase change (a watch event) usually comes first. */
+export const MAX_RETRY_WAIT_MS = 1_000;
+
+/**
+ * How long to wait before the next delivery. Phase requeue delays are compressed to `capMs` (kwok pods
+ * need no real time); "busy" and "retry" delays are kept (up to MAX_RETRY_WAIT_MS): polling a held
+ * phase faster than the runner asks would only load the machine.
+ */
+export function nextDelay(result: RunResult, capMs: number): number {
+  if (result.kind === "busy" || result.kind === "retry") return Math.min(MAX_RETRY_WAIT_MS, Math.max(capMs, result.retryAfterMs));
+  return Math.min(capMs, Math.max(0, delayOf(result)));
+}
+
+/**
+ * Drives every migration to Completed (as the watch shows it) or until the deadline. Like the relay, a
+ * loop also wakes up early when the DVM's phase changes.
+ */
+export async function driveLoops(deliverer: Deliverer, history: DvmHistory, migrations: readonly StartedMigration[], options: LoopOptions): Promise<void> {
+  const loop = async (migration: StartedMigration, index: number) => {
+    if (index > 0) await sleep(Math.floor(options.random() * 60));
+    for (let step = 0; Date.now() < options.deadline && history.completedAt(migration.uid) === undefined; step++) {
+      const result = await deliverer.deliver(requestFrom(history, migration, `loop ${index} step ${step}`));
+      if (result.kind === "finished" || result.kind === "gone") return;
+      const phase = history.latestByUid(migration.uid)?.status.phase;
+      await history.waitUntil(() => history.latestByUid(migration.uid)?.status.phase !== phase, nextDelay(result, options.capMs));
+    }
+  };
+  await Promise.all(migrations.flatMap((m) => Array.from({ length: options.loopsPerDvm }, (_, i) => loop(m, i))));
+}
+
+function capped(result: RunResult, capMs: number): RunResult {
+  if ("requeueAfterMs" in result) return { ...result, requeueAfterMs: nextDelay(result, capMs) };
+  if ("retryAfterMs" in result) return { ...result, retryAfterMs: nextDelay(result, capMs) };
+  return result;
+}
+
+export interface RelayDriverOptions {
+  /** The relay's view of the host cluster (possibly through a CuttableProxy). */
+  hostKubeConfig: KubeConfig;
+  destination: KubeConfig;
+  namespace: string;
+  deliverer: Deliverer;
+  /** Relays running at once (more than one: concurrent invocations, as two replicas would make). */
+  replicas: number;
+  capMs: number;
+}
+
+/** The real relay (src/relay) forwarding to the deliverer through an InProcessTransport. */
+export class RelayDriver {
+  private relays: Relay[] = [];
+  private readonly retired: Relay[] = [];
+  restarts = 0;
+
+  constructor(private readonly options: RelayDriverOptions) {}
+
+  start(): void {
+    for (let i = 0; i < this.options.replicas; i++) this.relays.push(this.newRelay());
+  }
+
+  private newRelay(): Relay {
+    const { deliverer, capMs } = this.options;
+    const relay = new Relay({
+      kubeConfig: this.options.hostKubeConfig,
+      transport: new InProcessTransport(async (request) => capped(await deliverer.deliver(request), capMs)),
+      clusters: [{ name: "destination", kubeConfig: this.options.destination }],
+      namespace: this.options.namespace,
+      resyncMs: 5_000,
+      watchBackoff: { initialMs: 100, maxMs: 1_000 },
+      retryBackoff: { initialMs: 100, maxMs: 1_000 },
+      log: silentLogger,
+    });
+    relay.start();
+    return relay;
+  }
+
+  /** Stops every relay (in-flight forwards finish) and starts new ones, which pick up from a list. */
+  async restart(): Promise<void> {
+    const old = this.relays;
+    this.relays = [];
+    await Promise.all(old.map((r) => r.stop(5_000)));
+    this.retired.push(...old);
+    this.relays = old.map(() => this.newRelay());
+    this.restarts++;
+  }
+
+  /** Lists of the DVM collection beyond each relay's first one: re-lists after 410 Gone. */
+  relists(): number {
+    return [...this.retired, ...this.relays].reduce((sum, relay) => sum + Math.max(0, (relay.stats().watches.find((w) => w.name === "dvms")?.lists ?? 1) - 1), 0);
+  }
+
+  watchConnected(): boolean {
+    return this.relays.every((r) => r.stats().watchConnected);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.relays.map((r) => r.stop(5_000)));
+    this.retired.push(...this.relays);
+    this.relays = [];
+  }
+}
+
+/** The same credentials through another URL (the proxy's); the certificate is for 127.0.0.1 either way. */
+export function proxiedKubeConfig(kubeConfig: KubeConfig, url: string): KubeConfig {
+  const server = kubeConfig.getCurrentCluster()!.server;
+  const kc = new KubeConfig();
+  kc.loadFromString(kubeConfig.exportConfig().split(server).join(url));
+  return kc;
+}
+
+/** A TCP proxy that can drop every connection and refuse new ones, like a network partition. */
+export class CuttableProxy {
+  private readonly sockets = new Set<Socket>();
+  private open = true;
+  private server!: Server;
+  url = "";
+
+  private constructor(private readonly target: URL) {}
+
+  static async start(target: URL): Promise<CuttableProxy> {
+    const proxy = new CuttableProxy(target);
+    proxy.server = createServer((client) => proxy.accept(client));
+    await new Promise<void>((resolve) => proxy.server.listen(0, "127.0.0.1", resolve));
+    proxy.url = `https://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+    return proxy;
+  }
+
+  private accept(client: Socket): void {
+    if (!this.open) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(Number(this.target.port), this.target.hostname);
+    for (const socket of [client, upstream]) {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+      socket.on("error", () => undefined);
+    }
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+    client.pipe(upstream).pipe(client);
+  }
+
+  cut(): void {
+    this.open = false;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  resume(): void {
+    this.open = true;
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Our phase runner as the harness runs it (in this process, or in a worker): the real PhaseRunner with
+ * the real store, ledger and cluster resolver, the real bodies wrapped for counting, and one seam: an
+ * invocation may be handed a stale DVM to serve as its first read (the lagging cache of the upstream
+ * bug), to show that the guarantee does not rest on the read being fresh.
+ */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { DirectVolumeMigration } from "../../../src/dvm/types";
+import { KubeDvmStore, type DvmStore } from "../../../src/kube/dvmStore";
+import { SecretClusterResolver } from "../../../src/kube/resolver";
+import { DynamoPhaseLedger } from "../../../src/ledger";
+import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
+import { PhaseRunner } from "../../../src/runner/runner";
+import { countedBodies, invocationScope, type BodyHooks } from "./bodies";
+
+export interface OurRunnerOptions {
+  hostKubeConfig: KubeConfig;
+  dynamo: DynamoDBClient;
+  tableName: string;
+  leaseMs: number;
+  hooks: BodyHooks;
+}
+
+export interface OurInvocation {
+  result: RunResult;
+  stats: RunStats;
+  bodyMs: number;
+}
+
+export interface OurRunner {
+  invoke(request: ReconcileRequest, staleDvm?: DirectVolumeMigration): Promise<OurInvocation>;
+}
+
+export function buildOurRunner(options: OurRunnerOptions): OurRunner {
+  const fresh = new KubeDvmStore(options.hostKubeConfig);
+  const store: DvmStore = {
+    async get(namespace, name) {
+      const scope = invocationScope.getStore();
+      const stale = scope?.staleDvm;
+      if (stale && stale.metadata.namespace === namespace && stale.metadata.name === name) {
+        // Only the invocation's first read lags; re-reads after a 409 go to the API server.
+        scope.staleDvm = undefined;
+        return stale;
+      }
+      return fresh.get(namespace, name);
+    },
+    writeStatus: (dvm, status) => fresh.writeStatus(dvm, status),
+  };
+  const runner = new PhaseRunner({
+    store,
+    ledger: new DynamoPhaseLedger({ client: options.dynamo, tableName: options.tableName }),
+    clusters: new SecretClusterResolver(options.hostKubeConfig),
+    bodies: countedBodies(options.hooks),
+    leaseMs: options.leaseMs,
+    maxRetryDelayMs: 2_000,
+  });
+  return {
+    async invoke(request, staleDvm) {
+      const scope = { bodyMs: 0, ...(staleDvm ? { staleDvm } : {}) };
+      const { result, stats } = await invocationScope.run(scope, () => runner.runWithStats(request));
+      return { result, stats, bodyMs: scope.bodyMs };
+    },
+  };
+}

@@ -1,0 +1,352 @@
+/**
+ * Chaos scenarios: each runs small migrations for our runner and for the baseline side by side, under
+ * the same injected faults, and reports what the API servers and the phase bodies saw.
+ */
+import { randomUUID } from "node:crypto";
+import { ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
+import { DynamoPhaseLedger } from "../../../src/ledger";
+import { BaselineController } from "./baseline";
+import { CRASH_PHASES } from "./bodies";
+import { ConflictWriter } from "./conflicts";
+import { Deliverer, type DeliveryCounts } from "./delivery";
+import { CuttableProxy, driveLoops, proxiedKubeConfig, RelayDriver } from "./drivers";
+import type { DynamoCounts } from "./dynamoFaults";
+import type { ChaosEnvironment } from "./environment";
+import { createMigrations, prepareMigrations, type PreparedMigrations, type StartedMigration } from "./fixture";
+import { positionRank, type Observatory } from "./observatory";
+import { seededRandom, sleep } from "./random";
+import { distribution, summarizeRepeats, Tally, transitionOverhead, type Distribution, type RepeatSummary } from "./tally";
+import { OursInProcess, OursInWorkers, type Target, type TargetKind } from "./targets";
+
+export type Fault = "stale" | "duplicates" | "concurrent" | "crash" | "conflicts" | "throttle" | "relay" | "apiserver";
+
+/** What each fault injects, for reports. */
+export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
+  stale: "after every phase transition, the previous request is delivered again and its read is served the DVM one write behind (a lagging informer cache)",
+  duplicates: "every request delivered 2-3 times, concurrently with jitter, shuffled; half the time one copy is held back and arrives after the next request",
+  concurrent: "3 independent delivery loops per DVM (2 relay replicas when the relay drives)",
+  crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
+  conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
+  throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
+  relay: "the real relay drives the DVMs; it is restarted mid-migration, then cut off from the API server while the DVMs change, etcd is compacted and the API server restarted, so its watch resumes into 410 Gone",
+  apiserver: "the host API server (where the DVMs live) is restarted mid-migration (with the relay fault, the restart of the 410 gap is that restart)",
+};
+
+export interface Scenario {
+  name: string;
+  faults: readonly Fault[];
+}
+
+export const SCENARIOS: readonly Scenario[] = [
+  { name: "none", faults: [] },
+  { name: "stale-replay", faults: ["stale"] },
+  { name: "duplicates", faults: ["duplicates"] },
+  { name: "concurrent", faults: ["concurrent"] },
+  { name: "crash", faults: ["crash"] },
+  { name: "conflicts", faults: ["conflicts"] },
+  { name: "throttle", faults: ["throttle"] },
+  { name: "relay-restart-410", faults: ["relay"] },
+  { name: "apiserver-restart", faults: ["apiserver"] },
+  { name: "all", faults: ["stale", "duplicates", "concurrent", "crash", "conflicts", "throttle", "relay", "apiserver"] },
+];
+
+export function scenarioNamed(name: string): Scenario {
+  const found = SCENARIOS.find((s) => s.name === name);
+  if (!found) throw new Error(`no chaos scenario "${name}" (known: ${SCENARIOS.map((s) => s.name).join(", ")})`);
+  return found;
+}
+
+/** Scenarios that restart or compact the host control plane: the environment must own it. */
+export function needsOwnHost(scenario: Scenario): boolean {
+  return scenario.faults.includes("apiserver") || scenario.faults.includes("relay");
+}
+
+export interface ScenarioOptions {
+  env: ChaosEnvironment;
+  observatory: Observatory;
+  scenario: Scenario;
+  /** Default: both, side by side under the same faults. */
+  targets?: readonly TargetKind[];
+  /** DVMs per target. Default 2. */
+  dvms?: number;
+  /** PVCs per DVM. Default 2. */
+  pvcs?: number;
+  seed?: number;
+  /** A migration not Completed this long after driving started is stuck. Default 120 s. */
+  timeoutMs?: number;
+  /** Cap on requeue delays (time compression). Default 200 ms. */
+  capMs?: number;
+  /**
+   * Ledger lease. Default 6 s with crash injection (the takeover waits it out), 30 s otherwise. With
+   * crash injection the worker's function timeout is 1 s shorter, as Lambda's is shorter than the lease.
+   */
+  leaseMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface TargetReport {
+  scenario: string;
+  target: TargetKind;
+  migrations: number;
+  completed: number;
+  /** Migrations not Completed within the bound. */
+  stuck: string[];
+  repeats: RepeatSummary;
+  /** Phases whose completion was recorded (ledger; for the baseline: the body returned) but the status never moved past them. */
+  lostTransitions: string[];
+  /** status.phase moved backwards, as the DVM watch saw it. */
+  regressions: string[];
+  /** Objects the migrations created (watch), and names created more than once. */
+  created: number;
+  createdByKind: Record<string, number>;
+  createdTwice: string[];
+  invocations: number;
+  /** Phase transitions made (distinct DVM and phase whose body returned an outcome). */
+  transitions: number;
+  invocationsPerPhase: number;
+  overheadMs: Distribution;
+  timeToCompleteMs: Distribution;
+  statusConflicts: number;
+  takeovers: number;
+  /** Worker processes killed at the function timeout (each may interrupt one phase, like a crash). */
+  timeouts: number;
+  delivery: DeliveryCounts;
+  dynamo?: DynamoCounts;
+  /** Faults of the whole run this target was part of. */
+  injected: Injected;
+}
+
+export interface Injected {
+  conflictPatches: number;
+  relayRestarts: number;
+  relayRelists: number;
+  apiserverRestarts: number;
+  relayGaps: number;
+}
+
+export interface ScenarioReport {
+  scenario: Scenario;
+  reports: TargetReport[];
+  injected: Injected;
+  durationMs: number;
+}
+
+interface TargetRun {
+  kind: TargetKind;
+  prepared: PreparedMigrations;
+  tally: Tally;
+  target: Target;
+  deliverer: Deliverer;
+  migrations: StartedMigration[];
+}
+
+const FAILURE_ONLY = new Set<string>(ITINERARIES.VolumeMigrationFailed);
+
+function phaseRank(phase: string): number {
+  return positionRank(FAILURE_ONLY.has(phase) && phase !== "Completed" ? "VolumeMigrationFailed" : "VolumeMigration", phase);
+}
+
+export async function runScenario(options: ScenarioOptions): Promise<ScenarioReport> {
+  const { env, observatory, scenario } = options;
+  const history = observatory.dvms;
+  const has = (fault: Fault) => scenario.faults.includes(fault);
+  const log = options.log ?? (() => undefined);
+  const seed = options.seed ?? 1;
+  const capMs = options.capMs ?? 200;
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const leaseMs = options.leaseMs ?? (has("crash") ? 6_000 : 30_000);
+  const functionTimeoutMs = Math.max(1_000, leaseMs - 1_000);
+  const plane = env.host.plane;
+  if (needsOwnHost(scenario) && !plane) throw new Error(`scenario ${scenario.name} restarts the host API server: start the environment with host: "start"`);
+  const id = `${scenario.name.slice(0, 12).replace(/-+$/, "")}-${randomUUID().slice(0, 5)}`;
+  const began = Date.now();
+
+  const runs: TargetRun[] = await Promise.all(
+    (options.targets ?? ["ours", "baseline"]).map(async (kind, index) => {
+      const prepared = await prepareMigrations(env, { prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`, count: options.dvms ?? 2, pvcs: options.pvcs ?? 2 });
+      const tally = new Tally();
+      const throttle = has("throttle") ? { fraction: 0.25, seed: seed * 13 } : undefined;
+      let target: Target;
+      if (kind === "ours") {
+        target = has("crash")
+          ? new OursInWorkers({ hostKubeconfigPath: env.host.kubeconfigPath, dynamo: env.dynamo, tableName: env.tableName, leaseMs, functionTimeoutMs, crashPhases: [...CRASH_PHASES], ...(throttle ? { throttle } : {}) }, tally)
+          : new OursInProcess(env, tally, { leaseMs, ...(throttle ? { throttle } : {}) });
+      } else {
+        target = new BaselineController(env, tally, { cache: history, ...(has("crash") ? { crashPhases: CRASH_PHASES } : {}) });
+      }
+      const deliverer = new Deliverer(target, history, { duplicates: has("duplicates"), staleReplay: has("stale") }, seededRandom(seed * 31 + index));
+      return { kind, prepared, tally, target, deliverer, migrations: [] };
+    }),
+  );
+
+  const injected: Injected = { conflictPatches: 0, relayRestarts: 0, relayRelists: 0, apiserverRestarts: 0, relayGaps: 0 };
+  let proxy: CuttableProxy | undefined;
+  let relayDrivers: RelayDriver[] = [];
+  let conflicts: ConflictWriter | undefined;
+  let drivingStart = Date.now();
+  try {
+    for (const run of runs) run.migrations = await createMigrations(env, run.prepared);
+    await Promise.all(runs.map((run) => (run.target instanceof OursInWorkers ? run.target.prestart(run.migrations.map((m) => m.uid)) : undefined)));
+    const all = runs.flatMap((run) => run.migrations);
+    const allDone = () => all.every((m) => history.completedAt(m.uid) !== undefined);
+    drivingStart = Date.now();
+    const deadline = drivingStart + timeoutMs;
+    log(`${scenario.name}: ${all.length} DVMs (${runs.map((r) => `${r.kind} ${r.prepared.namespace}`).join(", ")})`);
+
+    const writer = new ConflictWriter(env.host.kubeConfig, all, history, seededRandom(seed * 7));
+    if (has("conflicts")) {
+      conflicts = writer;
+      writer.start();
+    }
+
+    let driving: Promise<unknown>;
+    if (has("relay")) {
+      proxy = await CuttableProxy.start(new URL(plane!.server));
+      const relayView = proxiedKubeConfig(env.host.kubeConfig, proxy.url);
+      relayDrivers = runs.map(
+        (run) =>
+          new RelayDriver({ hostKubeConfig: relayView, destination: env.destination.kubeConfig, namespace: run.prepared.namespace, deliverer: run.deliverer, replicas: has("concurrent") ? 2 : 1, capMs }),
+      );
+      for (const driver of relayDrivers) driver.start();
+      driving = history.waitUntil(allDone, timeoutMs);
+    } else {
+      driving = Promise.all(
+        runs.map((run, i) => driveLoops(run.deliverer, history, run.migrations, { loopsPerDvm: has("concurrent") ? 3 : 1, capMs, deadline, random: seededRandom(seed * 17 + i) })),
+      );
+    }
+
+    // Disruptions of the control plane and the relay, triggered by progress so they land mid-migration.
+    const reached = (phase: PhaseName) => () => allDone() || all.some((m) => phaseRankOf(history.latestByUid(m.uid)?.status) >= phaseRank(phase));
+    const waitFor = async (phase: PhaseName) => (await history.waitUntil(reached(phase), Math.max(0, deadline - Date.now()))) && !allDone();
+    const disruptions = (async () => {
+      // With the relay fault too, the 410 gap below restarts the API server mid-migration: that restart
+      // stands for both (one restart of the local control plane takes about 15 s).
+      if (has("apiserver") && !has("relay") && (await waitFor("CreateDestinationNamespaces"))) {
+        log(`${scenario.name}: restarting the host API server`);
+        const t = Date.now();
+        await plane!.restartApiServer();
+        injected.apiserverRestarts++;
+        log(`${scenario.name}: API server back after ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      }
+      if (has("relay") && (await waitFor("CreateRsyncEndpoint"))) {
+        log(`${scenario.name}: restarting the relay`);
+        await Promise.all(relayDrivers.map((d) => d.restart()));
+        injected.relayRestarts++;
+      }
+      if (has("relay") && (await waitFor("CreateStunnelConfig"))) {
+        log(`${scenario.name}: cutting the relay off, compacting etcd, restarting the API server`);
+        proxy!.cut();
+        for (let i = 0; i < 40 && relayDrivers.some((d) => d.watchConnected()); i++) await sleep(50);
+        // Changes the relay cannot see while cut off; its resourceVersion then predates the compaction.
+        await Promise.all(all.filter((m) => history.completedAt(m.uid) === undefined).map((m) => writer.touch(m).catch(() => undefined)));
+        await plane!.compactEtcd();
+        await plane!.restartApiServer();
+        injected.apiserverRestarts++;
+        proxy!.resume();
+        injected.relayGaps++;
+        log(`${scenario.name}: relay reconnected`);
+      }
+    })();
+    // Awaited below; this only keeps a failure from going unhandled while the drivers still run.
+    disruptions.catch(() => undefined);
+
+    const progress = setInterval(() => {
+      const at = all.map((m) => history.latestByUid(m.uid)?.status.phase ?? "-");
+      log(`${scenario.name}: +${((Date.now() - drivingStart) / 1000).toFixed(0)} s ${at.join(" ")}`);
+    }, 10_000);
+    try {
+      await driving;
+      await history.waitUntil(allDone, Math.max(0, deadline - Date.now()));
+      await disruptions;
+    } finally {
+      clearInterval(progress);
+    }
+  } finally {
+    await conflicts?.stop();
+    for (const driver of relayDrivers) await driver.stop();
+    await proxy?.close();
+    await Promise.all(runs.map((run) => run.target.close()));
+  }
+  injected.conflictPatches = conflicts?.patches ?? 0;
+  injected.relayRelists = relayDrivers.reduce((sum, d) => sum + d.relists(), 0);
+
+  const reports: TargetReport[] = [];
+  for (const run of runs) reports.push(await reportFor(run, scenario, observatory, env, drivingStart, injected));
+  return { scenario, reports, injected, durationMs: Date.now() - began };
+}
+
+function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined): number {
+  return positionRank(status?.itinerary, status?.phase);
+}
+
+async function reportFor(run: TargetRun, scenario: Scenario, observatory: Observatory, env: ChaosEnvironment, drivingStart: number, injected: Injected): Promise<TargetReport> {
+  const history = observatory.dvms;
+  const uids = new Set(run.migrations.map((m) => m.uid));
+  const { bodies, invocations } = run.tally.forDvms(uids);
+  const repeats = summarizeRepeats(bodies);
+
+  const completedPhases = new Map<string, Set<string>>();
+  if (run.kind === "ours") {
+    const client = env.dynamoClient();
+    const ledger = new DynamoPhaseLedger({ client, tableName: env.tableName });
+    for (const uid of uids) completedPhases.set(uid, new Set((await ledger.history(uid)).filter((e) => e.state === "COMPLETED").map((e) => e.key.phase)));
+    client.destroy();
+  } else {
+    for (const uid of uids) completedPhases.set(uid, new Set(bodies.filter((b) => b.uid === uid && (b.outcome === "advance" || b.outcome === "fail")).map((b) => b.phase)));
+  }
+
+  const lostTransitions: string[] = [];
+  const regressions: string[] = [];
+  const stuck: string[] = [];
+  const times: number[] = [];
+  for (const migration of run.migrations) {
+    const final = history.latestByUid(migration.uid)?.status;
+    const finalRank = phaseRankOf(final);
+    if (final?.phase !== "Completed") stuck.push(`${migration.namespace}/${migration.name} at ${final?.phase ?? "(no status)"}`);
+    for (const phase of completedPhases.get(migration.uid) ?? []) {
+      if (final?.phase !== "Completed" && isPhaseName(phase) && finalRank <= phaseRank(phase)) lostTransitions.push(`${migration.name}: ${phase} recorded complete, status still at ${final?.phase ?? "(none)"}`);
+    }
+    for (const [from, to] of history.regressions(migration.uid)) regressions.push(`${migration.name}: ${from.phase} (rv ${from.resourceVersion}) -> ${to.phase} (rv ${to.resourceVersion})`);
+    const completedAt = history.completedAt(migration.uid);
+    if (completedAt !== undefined) times.push(completedAt - drivingStart);
+  }
+
+  const transitions = new Set(bodies.filter((b) => b.outcome === "advance" || b.outcome === "fail").map((b) => `${b.uid}/${b.phase}/${b.generation}`)).size;
+  const creations = observatory.creations.forDvms(uids);
+  const dynamo = run.target.dynamoCounts();
+  return {
+    scenario: scenario.name,
+    target: run.kind,
+    migrations: run.migrations.length,
+    completed: run.migrations.length - stuck.length,
+    stuck,
+    repeats,
+    lostTransitions,
+    regressions,
+    created: creations.created,
+    createdByKind: creations.byKind,
+    createdTwice: creations.repeated,
+    invocations: invocations.length,
+    transitions,
+    invocationsPerPhase: transitions > 0 ? invocations.length / transitions : 0,
+    overheadMs: transitionOverhead(invocations),
+    timeToCompleteMs: distribution(times),
+    statusConflicts: invocations.reduce((sum, i) => sum + i.statusConflicts, 0),
+    takeovers: invocations.filter((i) => i.takeover).length,
+    timeouts: run.tally.timeouts.filter((uid) => uids.has(uid)).length,
+    delivery: { ...run.deliverer.counts },
+    ...(dynamo ? { dynamo } : {}),
+    injected: { ...injected },
+  };
+}
+
+/**
+ * Our runner, then the baseline, each alone under the scenario's faults (so neither's load skews the
+ * other's timings), merged into one report. The baseline gets its own bound (`baselineTimeoutMs`):
+ * under some faults it never finishes, and what matters is what it did meanwhile.
+ */
+export async function compareScenario(options: ScenarioOptions & { baselineTimeoutMs?: number }): Promise<ScenarioReport> {
+  const ours = await runScenario({ ...options, targets: ["ours"] });
+  const baseline = await runScenario({ ...options, targets: ["baseline"], timeoutMs: options.baselineTimeoutMs ?? options.timeoutMs ?? 120_000 });
+  return { scenario: options.scenario, reports: [...ours.reports, ...baseline.reports], injected: ours.injected, durationMs: ours.durationMs + baseline.durationMs };
+}

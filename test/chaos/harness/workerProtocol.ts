@@ -1,0 +1,33 @@
+/** Messages between the harness and a phase-function worker process (worker.ts), over Node IPC. */
+import type { DirectVolumeMigration } from "../../../src/dvm/types";
+import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
+import type { DynamoCounts, ThrottleOptions } from "./dynamoFaults";
+import type { DynamoEndpoint } from "./environment";
+import type { BodyEntry, BodyOutcome } from "./tally";
+
+export interface WorkerConfig {
+  hostKubeconfigPath: string;
+  dynamo: DynamoEndpoint;
+  tableName: string;
+  leaseMs: number;
+  /**
+   * The worker kills itself when an invocation runs longer than this, as Lambda ends a function at its
+   * timeout. Shorter than the lease, so a live holder is never overtaken (the runner's premise).
+   */
+  functionTimeoutMs: number;
+  /** Die right after these phases' bodies return, on their first attempt. */
+  crashPhases: string[];
+  throttle?: ThrottleOptions;
+}
+
+export type ToWorker =
+  | { type: "init"; config: WorkerConfig }
+  | { type: "invoke"; id: number; request: ReconcileRequest; staleDvm?: DirectVolumeMigration };
+
+export type FromWorker =
+  | { type: "ready" }
+  | { type: "enter"; key: string; entry: Omit<BodyEntry, "exitedAt" | "outcome" | "error"> }
+  | { type: "exit"; key: string; outcome: BodyOutcome; at: number; error?: string }
+  /** Sent just before the worker kills itself because an invocation hit the function timeout. */
+  | { type: "timeout"; id: number }
+  | { type: "result"; id: number; result?: RunResult; stats?: RunStats; bodyMs?: number; error?: string; dynamo: DynamoCounts };

@@ -9,6 +9,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { comparisonTable, compareScenario, describeReport, FAULT_DESCRIPTIONS, Observatory, runScenario, SCENARIOS, scenarioNamed, startEnvironment, type ScenarioReport } from "../test/chaos/harness";
+import { envNumber } from "./env";
 
 export interface ChaosBenchOptions {
   /** Scenario names; default every scenario, or DVM_BENCH_CHAOS_SCENARIOS (comma-separated). */
@@ -32,14 +33,6 @@ export interface ChaosBenchResult {
   table: string[];
   /** What each fault injects. */
   faults: Record<string, string>;
-}
-
-function envNumber(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer (got "${value}")`);
-  return n;
 }
 
 export async function runChaosBench(options: ChaosBenchOptions = {}): Promise<ChaosBenchResult> {

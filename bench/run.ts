@@ -19,6 +19,7 @@ import { runChaosBench, type ChaosBenchResult } from "./chaos";
 import { runDatapathBench } from "./datapath";
 import { runLedgerBench } from "./ledger";
 import { describeScale, runScaleBench, type ScaleBenchResult } from "./scale";
+import { envNumber } from "./env";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
@@ -50,11 +51,6 @@ function wanted(): Section[] {
   if (!only) return [...SECTIONS];
   for (const name of only) if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`DVM_BENCH_ONLY: unknown benchmark "${name}" (known: ${SECTIONS.join(", ")})`);
   return SECTIONS.filter((s) => only.includes(s));
-}
-
-function numberFromEnv(name: string, fallback: number): number {
-  const value = process.env[name];
-  return value ? Number(value) : fallback;
 }
 
 interface BundleModule {
@@ -90,12 +86,12 @@ async function main(): Promise<void> {
     switch (name) {
       case "ledger":
         await section(name, "Ledger: claim + complete against DynamoDB Local", async (log) => {
-          await runLedgerBench({ phases: numberFromEnv("DVM_BENCH_LEDGER_PHASES", 1_000), log });
+          await runLedgerBench({ phases: envNumber("DVM_BENCH_LEDGER_PHASES", 1_000), log });
         });
         break;
       case "datapath":
         await section(name, "Data path: rsync through stunnel vs plain rsync", async (log) => {
-          await runDatapathBench({ mib: numberFromEnv("DVM_BENCH_DATAPATH_MIB", 256), log });
+          await runDatapathBench({ mib: envNumber("DVM_BENCH_DATAPATH_MIB", 256), log });
         });
         break;
       case "bundle":

@@ -20,6 +20,7 @@ import { build, type BuildOptions } from "esbuild";
 import { createMigrations, distribution, Observatory, prepareMigrations, startEnvironment } from "../test/chaos/harness";
 import type { FromRelayHost, RelayHostConfig, RelayHostFinal, RelayHostSample, ToRelayHost } from "../test/chaos/harness/relayHost";
 import type { Distribution } from "../test/chaos/harness/tally";
+import { envNumber } from "./env";
 
 export interface ScaleBenchOptions {
   /** Concurrent DVMs. Default 200, or DVM_BENCH_SCALE_DVMS. */
@@ -73,14 +74,6 @@ async function bundleRelayHost(outdir: string): Promise<string> {
 }
 const MiB = 1024 * 1024;
 const WRITES = new Set(["UpdateItemCommand", "PutItemCommand", "DeleteItemCommand", "TransactWriteItemsCommand", "BatchWriteItemCommand"]);
-
-function envNumber(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer (got "${value}")`);
-  return n;
-}
 
 export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<ScaleBenchResult> {
   const log = options.log ?? ((line: string) => console.log(line));

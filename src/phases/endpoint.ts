@@ -70,13 +70,14 @@ interface NodeObject extends KubeObject {
  * Read fresh each time rather than stored: the address of a LoadBalancer or Route appears later.
  */
 export async function endpointAddress(ctx: PhaseContext, namespace: string): Promise<EndpointAddress | { pending: string }> {
-  const { destination, sameCluster } = ctx.clusters;
+  const { destination } = ctx.clusters;
   const names = transferNames(ctx.dvm);
   const service = await destination.get<ServiceObject>(refOf("Service", namespace, names.endpointService));
   if (!service) return { pending: `Service ${namespace}/${names.endpointService} does not exist` };
   switch (endpointTypeOf(ctx)) {
     case "ClusterIP":
-      if (sameCluster) return { host: `${names.endpointService}.${namespace}.svc`, port: STUNNEL_PORT };
+      // The address, not the Service's DNS name: it needs no cluster DNS, and the certificate is checked
+      // by a fixed name anyway (TRANSFER_SERVER_NAME).
       return service.spec?.clusterIP ? { host: service.spec.clusterIP, port: STUNNEL_PORT } : { pending: "no cluster IP assigned yet" };
     case "LoadBalancer": {
       const ingress = service.status?.loadBalancer?.ingress?.[0];

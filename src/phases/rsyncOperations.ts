@@ -9,6 +9,7 @@ import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "..
 import { KINDS, type PodObject } from "../kube/objects";
 import { parseRsyncProgress, rsyncClientPod, type RsyncProgress } from "../transfer";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
+import { ensureServerPodRunning } from "./serverPods";
 import { clientSecretName } from "./transferConfig";
 import { runningSince } from "./timing";
 import { advance, wait, type PhaseBody, type PhaseContext, type StatusUpdate } from "./types";
@@ -95,6 +96,10 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): 
     case "Failed": {
       const error = terminationMessage(latest);
       if (attempt >= limit) return { ...report, state: "failed", error };
+      // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
+      // or the retries would burn out against a closed port.
+      const server = await ensureServerPodRunning(ctx, pair.to.namespace);
+      if (server !== "running") return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
       const next = clientPodFor(ctx, pair, attempt + 1);
       await source.ensure(next);
       // Only once the next attempt exists: the newest pod always records how far the retries got.

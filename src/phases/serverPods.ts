@@ -36,18 +36,30 @@ export const createRsyncTransferPods: PhaseBody = async (ctx) => {
   return advance();
 };
 
+/**
+ * "running", or what the server pod of `namespace` is doing instead. A pod that is gone (evicted, deleted
+ * by hand) or has stopped is created again: it is the same deterministic object.
+ */
+export async function ensureServerPodRunning(ctx: PhaseContext, namespace: string): Promise<"running" | "recreated" | string> {
+  const ref = refOf("Pod", namespace, transferNames(ctx.dvm).serverPod);
+  const pod = await ctx.clusters.destination.get<PodObject>(ref);
+  if (pod?.status?.phase === "Failed" || pod?.status?.phase === "Succeeded") {
+    await ctx.clusters.destination.delete(ref);
+    return `${pod.status.phase}, deleted to be recreated`;
+  }
+  if (!pod || pod.metadata.deletionTimestamp) {
+    if (!pod) await ctx.clusters.destination.ensure(serverPodFor(ctx, namespace));
+    return pod ? "terminating" : "recreated";
+  }
+  return pod.status?.phase === "Running" ? "running" : (pod.status?.phase ?? "Pending");
+}
+
 export const waitForRsyncTransferPodsRunning: PhaseBody = async (ctx) => {
   const names = transferNames(ctx.dvm);
   const notRunning: string[] = [];
   for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const pod = await ctx.clusters.destination.get<PodObject>(refOf("Pod", namespace, names.serverPod));
-    if (!pod) {
-      // Gone (evicted, deleted by hand): create it again; it is the same deterministic object.
-      await ctx.clusters.destination.ensure(serverPodFor(ctx, namespace));
-      notRunning.push(`${namespace}/${names.serverPod} (recreated)`);
-    } else if (pod.status?.phase !== "Running") {
-      notRunning.push(`${namespace}/${names.serverPod} (${pod.status?.phase ?? "Pending"})`);
-    }
+    const state = await ensureServerPodRunning(ctx, namespace);
+    if (state !== "running") notRunning.push(`${namespace}/${names.serverPod} (${state})`);
   }
   if (notRunning.length === 0) return advance();
   const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;

@@ -13,6 +13,7 @@ export class FakeCluster implements Cluster {
   readonly logs = new Map<string, string>();
   readonly servedKinds = new Set<string>();
   private version = 1;
+  private serviceAddresses = 0;
 
   constructor(readonly name: string) {}
 
@@ -32,6 +33,9 @@ export class FakeCluster implements Cluster {
     if (existing) return { object: structuredClone(existing) as T, created: false };
     this.creations.set(key, (this.creations.get(key) ?? 0) + 1);
     const stored = this.stamp(structuredClone(object));
+    // As the API server does: a Service gets an address from the cluster's Service range.
+    const spec = stored.spec as { clusterIP?: string } | undefined;
+    if (stored.kind === "Service" && spec && !spec.clusterIP) spec.clusterIP = `198.19.0.${++this.serviceAddresses}`;
     this.objects.set(key, stored);
     return { object: structuredClone(stored) as T, created: true };
   }

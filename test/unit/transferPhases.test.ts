@@ -69,9 +69,12 @@ describe("rsync server pods", () => {
 });
 
 describe("RunRsyncOperations", () => {
+  /** Up to RunRsyncOperations: progress records, and the server pods created and Running. */
   async function operations(spec: unknown) {
     const setup = await configured(spec);
     await createPVProgressCRs(setup.ctx);
+    await createRsyncTransferPods(setup.ctx);
+    for (const pair of setup.ctx.volumes) setPhase(setup.destination, pair.to.namespace, transferNames(setup.ctx.dvm).serverPod, "Running");
     return setup;
   }
   const podOf = (ctx: PhaseContext, index: number, attempt: number) => clientPodName(ctx.dvm, ctx.volumes[index]!, attempt);
@@ -112,6 +115,22 @@ describe("RunRsyncOperations", () => {
     const failed = await runRsyncOperations(ctx);
     expect(failed).toMatchObject({ kind: "fail", errors: ["spec.persistentVolumeClaims[0]: rsync of shop/db to shop/db failed after 2 attempts: exit code 10: rsync error: error in socket IO (code 10)"] });
     expect(failed.kind === "fail" && failed.status?.failedPods?.[0]?.name).toBe(podOf(ctx, 0, 2));
+  });
+
+  it("brings a lost rsync server pod back before the next attempt, instead of burning attempts against it", async () => {
+    const spec = { persistentVolumeClaims: [TWO_NAMESPACE_SPEC.persistentVolumeClaims[0]], backOffLimit: 3 };
+    const { ctx, source, destination } = await operations(spec);
+    await runRsyncOperations(ctx);
+    const server = { ...KINDS.Pod, namespace: "shop", name: transferNames(ctx.dvm).serverPod };
+    await destination.delete(server);
+    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 12, message: "rsync error: error in rsync protocol data stream (code 12)" } } }] });
+    // The server is created again; the next attempt waits until it runs.
+    expect(await runRsyncOperations(ctx)).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 1 }] } });
+    expect(await destination.get(server)).toBeDefined();
+    expect(source.totalCreations("Pod")).toBe(1);
+    setPhase(destination, "shop", server.name, "Running");
+    expect(await runRsyncOperations(ctx)).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 2 }] } });
+    expect(source.totalCreations("Pod")).toBe(2);
   });
 
   it("builds client pods that connect through the volume's own client Secret, unprivileged by default", async () => {

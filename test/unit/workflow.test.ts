@@ -19,7 +19,10 @@ import { packageService } from "../support/osls";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const WORKFLOWS = join(ROOT, ".github", "workflows");
-const SCRIPTS = ["infra/kind/e2e.sh", "infra/localstack/start.sh", "infra/tools/actionlint.sh"];
+const SCRIPTS = [
+  "infra/kind/e2e.sh", "infra/localstack/start.sh", "infra/tools/actionlint.sh",
+  "infra/controlplane/build.sh", "infra/nodes/images.sh", "infra/lib/build-steps.sh",
+];
 const run = promisify(execFile);
 const scratch = mkdtempSync(join(tmpdir(), "dvm-workflow-test-"));
 

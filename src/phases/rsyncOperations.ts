@@ -62,10 +62,17 @@ function terminationMessage(pod: PodObject): string {
   const parts = [
     terminated ? `exit code ${terminated.exitCode}` : undefined,
     terminated?.reason,
-    terminated?.message?.trim().split("\n").slice(-2).join(" "),
+    rsyncErrorLines(terminated?.message ?? ""),
     pod.status?.message,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(": ") : "the rsync client pod failed";
+}
+
+/** rsync's own error lines ("rsync: ...", "rsync error: ..."), the last few; else the message's last lines. */
+function rsyncErrorLines(message: string): string {
+  const lines = message.trim().split("\n").map((l) => l.split("\r").at(-1)!.trim()).filter(Boolean);
+  const errors = lines.filter((l) => /^rsync( error)?:/.test(l));
+  return (errors.length > 0 ? errors.slice(-3) : lines.slice(-2)).join(" ");
 }
 
 async function readProgress(ctx: PhaseContext, pod: PodObject): Promise<RsyncProgress | undefined> {

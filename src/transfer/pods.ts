@@ -195,7 +195,7 @@ export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
     name: "rsync",
     image,
     ...pullPolicy(options),
-    command: ["/bin/bash", "-c", clientScript({ args, waitPort: localPort, doneFile: doneFile(paths), ...(options.waitSeconds ? { waitSeconds: options.waitSeconds } : {}) })],
+    command: ["/bin/bash", "-c", clientScript({ args, waitPort: localPort, doneFile: doneFile(paths), errorFile: `${paths.scratchDir}/rsync.err`, ...(options.waitSeconds ? { waitSeconds: options.waitSeconds } : {}) })],
     env: [{ name: RSYNC_PASSWORD_ENV, valueFrom: { secretKeyRef: { name: options.configSecretName, key: SECRET_KEY.rsyncPassword } } }],
     securityContext: containerSecurity(options.runAsRoot ? ["DAC_OVERRIDE"] : undefined),
     resources: options.rsyncResources ?? DEFAULT_RSYNC_RESOURCES,

@@ -119,6 +119,18 @@ export interface RsyncClientScriptOptions {
   waitSeconds?: number;
   /** Written when the script ends for any reason, so the stunnel sidecar exits and the pod completes. */
   doneFile: string;
+  /**
+   * Where rsync's stderr is collected (in the pod's scratch volume) and printed again when it ends: the
+   * error lines then close the log, which is what the pod's termination message is cut from. Otherwise
+   * thousands of progress updates (one log "line" of \r-separated updates) push the reason out of it.
+   */
+  errorFile: string;
+  /**
+   * Where the error lines are also written as the container's termination message. The kubelet reads
+   * the log tail at the moment the container exits and can miss the last lines still in flight; the
+   * file it reads first has no such race. Default /dev/termination-log (Kubernetes' default path).
+   */
+  terminationMessageFile?: string;
 }
 
 export const RSYNC_CLIENT_DEFAULT_WAIT_SECONDS = 120;
@@ -135,6 +147,8 @@ export function clientScript(options: RsyncClientScriptOptions): string {
   const waitSeconds = options.waitSeconds ?? RSYNC_CLIENT_DEFAULT_WAIT_SECONDS;
   if (!(Number.isInteger(waitSeconds) && waitSeconds > 0)) throw new TransferConfigError("waitSeconds", "must be a positive integer");
   const doneFile = absolutePath("doneFile", options.doneFile);
+  const errorFile = absolutePath("errorFile", options.errorFile);
+  const terminationMessageFile = absolutePath("terminationMessageFile", options.terminationMessageFile ?? "/dev/termination-log");
   const binary = configValue("rsyncBinary", options.rsyncBinary ?? "rsync");
   if (options.args.length === 0) throw new TransferConfigError("args", "must not be empty");
   options.args.forEach((arg, i) => configValue(`args[${i}]`, arg));
@@ -143,6 +157,7 @@ export function clientScript(options: RsyncClientScriptOptions): string {
   return [
     "set -u",
     `done_file=${shellQuote(doneFile)}`,
+    `error_file=${shellQuote(errorFile)}`,
     'trap \'touch "$done_file"\' EXIT',
     // Untrapped, a signal would kill bash without running the EXIT trap.
     "trap 'exit 143' TERM",
@@ -155,13 +170,16 @@ export function clientScript(options: RsyncClientScriptOptions): string {
     "  fi",
     "  sleep 1",
     "done",
-    `${command} &`,
+    `${command} 2>"$error_file" &`,
     "rsync_pid=$!",
     'trap \'kill -TERM "$rsync_pid" 2>/dev/null\' TERM INT',
     'wait "$rsync_pid"',
     "rc=$?",
     // A trapped signal interrupts `wait` with 128+n; wait again for rsync's own exit code.
     'if [ "$rc" -gt 128 ]; then wait "$rsync_pid"; rc=$?; fi',
+    'cat "$error_file" >&2',
+    // The kubelet keeps at most 4 KiB of a termination message: the last of rsync's error lines.
+    `if [ "$rc" -ne 0 ]; then tail -c 4096 "$error_file" > ${shellQuote(terminationMessageFile)} 2>/dev/null || true; fi`,
     'exit "$rc"',
     "",
   ].join("\n");

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -70,7 +70,7 @@ describe("clientScript", () => {
   /** A stand-in rsync that records its arguments and exits with the given code. */
   function fakeRsync(code: number): string {
     const path = join(dir, `rsync-${code}`);
-    writeFileSync(path, `#!/bin/sh\nprintf '%s\\n' "$@" > ${join(dir, "args")}\necho "RSYNC_PASSWORD=\${RSYNC_PASSWORD:-unset}" >> ${join(dir, "args")}\nexit ${code}\n`);
+    writeFileSync(path, `#!/bin/sh\nprintf '%s\\n' "$@" > ${join(dir, "args")}\necho "RSYNC_PASSWORD=\${RSYNC_PASSWORD:-unset}" >> ${join(dir, "args")}\necho "rsync error: code ${code}" >&2\nprintf '  1,024 100%%   1.00MB/s\\r' \nexit ${code}\n`);
     chmodSync(path, 0o755);
     return path;
   }
@@ -82,36 +82,42 @@ describe("clientScript", () => {
     return (server.address() as { port: number }).port;
   }
 
+  let stderr = "";
   function run(script: string): Promise<number> {
+    stderr = "";
     return new Promise((resolve) => {
-      const child = spawn("/bin/bash", ["-c", script], { env: { PATH: process.env.PATH ?? "", RSYNC_PASSWORD: "from-env" }, stdio: "ignore" });
-      child.on("exit", (code) => resolve(code ?? -1));
+      const child = spawn("/bin/bash", ["-c", script], { env: { PATH: process.env.PATH ?? "", RSYNC_PASSWORD: "from-env" }, stdio: ["ignore", "ignore", "pipe"] });
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+      child.on("close", (code) => resolve(code ?? -1));
     });
   }
 
   it("waits for the port, runs rsync with the arguments, writes the done-file and exits with rsync's code", async () => {
     const port = await listen();
     const done = join(dir, "done-23");
-    const script = clientScript({ args: ["--recursive", "/mnt/my source/", "rsync://dvm@127.0.0.1/m/"], rsyncBinary: fakeRsync(23), waitPort: port, doneFile: done });
+    const script = clientScript({ args: ["--recursive", "/mnt/my source/", "rsync://dvm@127.0.0.1/m/"], rsyncBinary: fakeRsync(23), waitPort: port, doneFile: done, errorFile: join(dir, "err-23"), terminationMessageFile: join(dir, "termination-23") });
     expect(await run(script)).toBe(23);
     expect(existsSync(done)).toBe(true);
-    const { readFileSync } = await import("node:fs");
+    // rsync's error closes the log, after its progress: the pod's termination message is its tail.
+    expect(stderr.trimEnd().split("\n").at(-1)).toBe("rsync error: code 23");
+    // ...and is the termination message, which has no race with the log's last lines.
+    expect(readFileSync(join(dir, "termination-23"), "utf8")).toBe("rsync error: code 23\n");
     expect(readFileSync(join(dir, "args"), "utf8")).toBe("--recursive\n/mnt/my source/\nrsync://dvm@127.0.0.1/m/\nRSYNC_PASSWORD=from-env\n");
   });
 
   it("gives up after waitSeconds when nothing listens, still writing the done-file", async () => {
     const done = join(dir, "done-timeout");
-    const script = clientScript({ args: ["x"], rsyncBinary: fakeRsync(0), waitPort: 1, waitSeconds: 1, doneFile: done });
+    const script = clientScript({ args: ["x"], rsyncBinary: fakeRsync(0), waitPort: 1, waitSeconds: 1, doneFile: done, errorFile: join(dir, "err-timeout") });
     expect(await run(script)).toBe(STUNNEL_WAIT_TIMEOUT_EXIT_CODE);
     expect(existsSync(done)).toBe(true);
   });
 
   it("contains no password and refuses bad input", () => {
-    const script = clientScript({ args: ["--a"], waitPort: 6443, doneFile: "/run/d" });
+    const script = clientScript({ args: ["--a"], waitPort: 6443, doneFile: "/run/d", errorFile: "/run/e" });
     expect(script).toContain("/dev/tcp/127.0.0.1/6443");
     expect(script).toContain("deadline=$((SECONDS + 120))");
-    expect(() => clientScript({ args: [], waitPort: 1, doneFile: "/d" })).toThrow(/args/);
-    expect(() => clientScript({ args: ["a\nrm -rf /"], waitPort: 1, doneFile: "/d" })).toThrow(/args\[0\]/);
-    expect(() => clientScript({ args: ["a"], waitPort: 1, doneFile: "d" })).toThrow(/doneFile/);
+    expect(() => clientScript({ args: [], waitPort: 1, doneFile: "/d", errorFile: "/e" })).toThrow(/args/);
+    expect(() => clientScript({ args: ["a\nrm -rf /"], waitPort: 1, doneFile: "/d", errorFile: "/e" })).toThrow(/args\[0\]/);
+    expect(() => clientScript({ args: ["a"], waitPort: 1, doneFile: "d", errorFile: "/e" })).toThrow(/doneFile/);
   });
 });

@@ -1,8 +1,9 @@
 import { defineConfig } from "vitest/config";
 
-// Two projects: unit tests of pure logic (no services), and integration tests against real parts
+// Projects: unit tests of pure logic (no services); integration and chaos tests against real parts
 // (DynamoDB Local, kube-apiserver + etcd + kwok, rsync, stunnel), which the global setups start once per run
-// unless the environment points at existing ones (AWS_ENDPOINT_URL*, KUBECONFIG).
+// unless the environment points at existing ones (AWS_ENDPOINT_URL*, KUBECONFIG); and nodes, whole
+// migrations on real pods (node mode, src/local/nodes).
 export default defineConfig({
   test: {
     projects: [
@@ -20,6 +21,17 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           // The suites share two control planes and one DynamoDB; run files one after another.
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Real pods moving real bytes: two clusters with a real kubelet, containerd and runc each.
+          name: "nodes",
+          include: ["test/nodes/**/*.test.ts"],
+          globalSetup: ["test/setup/dynamo.ts", "test/setup/nodes.ts"],
+          testTimeout: 600_000,
+          hookTimeout: 900_000,
           fileParallelism: false,
         },
       },

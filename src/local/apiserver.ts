@@ -35,9 +35,14 @@ export async function startApiServer(opts: {
   logDir: string;
   etcdUrl: string;
   pidFile: string;
+  /** Where it listens (and what its certificate names); default 127.0.0.1. Node mode: the fabric bridge. */
+  bindAddress?: string;
+  /** Service addresses; default 198.19.0.0/24 (inside 198.18.0.0/15, like every local address). */
+  serviceCidr?: string;
 }): Promise<ApiServerHandle> {
-  const port = await findFreePort();
-  const server = `https://127.0.0.1:${port}`;
+  const bindAddress = opts.bindAddress ?? "127.0.0.1";
+  const port = await findFreePort(bindAddress);
+  const server = `https://${bindAddress}:${port}`;
   const certDir = join(opts.workDir, "certs");
   mkdirSync(certDir, { recursive: true });
 
@@ -60,12 +65,14 @@ export async function startApiServer(opts: {
   const args = [
     `--etcd-servers=${opts.etcdUrl}`,
     `--secure-port=${port}`,
-    "--bind-address=127.0.0.1",
-    "--advertise-address=127.0.0.1",
+    `--bind-address=${bindAddress}`,
+    `--advertise-address=${bindAddress}`,
     `--cert-dir=${certDir}`,
     `--token-auth-file=${tokenFile}`,
     "--authorization-mode=RBAC",
-    "--service-cluster-ip-range=10.0.0.0/24",
+    `--service-cluster-ip-range=${opts.serviceCidr ?? "198.19.0.0/24"}`,
+    // kubectl logs and exec reach a real node's kubelet by its fabric address.
+    "--kubelet-preferred-address-types=InternalIP",
     "--allow-privileged=true",
     "--disable-admission-plugins=ServiceAccount",
     `--service-account-issuer=${server}/`,

@@ -38,6 +38,10 @@ export interface ControlPlaneOptions {
   kwokStages?: string;
   /** Where child logs go (kept after stop); default a "logs" folder in the temp dir (removed on stop). */
   logDir?: string;
+  /** Where the API server listens; default 127.0.0.1 (node mode: the fabric bridge, see src/local/nodes). */
+  bindAddress?: string;
+  /** The cluster's Service range; default 198.19.0.0/24. */
+  serviceCidr?: string;
 }
 
 export interface ControlPlane {
@@ -108,7 +112,15 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
   try {
     const etcd = await startEtcd({ binDir, dataDir: join(workDir, "etcd"), logDir, pidFile });
     children.push(() => etcd.process);
-    const api = await startApiServer({ binDir, workDir, logDir, etcdUrl: etcd.url, pidFile });
+    const api = await startApiServer({
+      binDir,
+      workDir,
+      logDir,
+      etcdUrl: etcd.url,
+      pidFile,
+      ...(opts.bindAddress ? { bindAddress: opts.bindAddress } : {}),
+      ...(opts.serviceCidr ? { serviceCidr: opts.serviceCidr } : {}),
+    });
     children.push(() => api.process);
 
     const kubeconfigPath = join(workDir, "kubeconfig");

@@ -29,8 +29,9 @@ export async function startKwok(opts: {
       `--config=${opts.stagesFile}`,
       "--manage-all-nodes=false",
       `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
-      // Room for many short-lived test pods (the default /24 pool is small).
-      "--cidr=10.244.0.0/16",
+      // Room for many short-lived test pods (the default /24 pool is small); never routed, but kept inside
+      // 198.18.0.0/15 like every local address.
+      "--cidr=198.19.128.0/17",
     ],
     logFile,
     pidFile: opts.pidFile,

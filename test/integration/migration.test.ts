@@ -15,7 +15,7 @@ import type { PhaseBody } from "../../src/phases/types";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { CreationCounter, createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, type MigrationFixture } from "../support/migration";
+import { CreationCounter, createDvm, createMigrationFixture, driveToCompletion, leftovers, readDvm, requestFor, type MigrationFixture } from "../support/migration";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 
 const clusters = testClusters();
@@ -38,19 +38,6 @@ function runnerWith(bodies: Bodies) {
   return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000 });
 }
 
-async function leftovers(kc: KubeConfig, uid: string, namespaces: string[]): Promise<string[]> {
-  const cluster = new KubeCluster("check", kc);
-  const found: string[] = [];
-  for (const namespace of namespaces) {
-    for (const kind of [KINDS.Pod, KINDS.Secret, KINDS.Service, KINDS.ConfigMap]) {
-      for (const object of await cluster.list(kind, namespace, transferSelector({ uid }))) {
-        // A pod kwok is still terminating counts as gone once it has a deletion timestamp.
-        if (!object.metadata.deletionTimestamp) found.push(`${kind.kind} ${namespace}/${object.metadata.name}`);
-      }
-    }
-  }
-  return found;
-}
 
 beforeAll(async () => {
   fixture = await createMigrationFixture(clusters, run);

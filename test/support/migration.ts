@@ -7,7 +7,9 @@ import { readFileSync } from "node:fs";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, type DirectVolumeMigration } from "../../src/dvm/types";
 import { toDvm } from "../../src/kube/dvmStore";
-import { LABEL } from "../../src/phases/names";
+import { KINDS } from "../../src/kube/objects";
+import { KubeCluster } from "../../src/kube/kubeCluster";
+import { LABEL, transferSelector } from "../../src/phases/names";
 import type { PhaseRunner } from "../../src/runner/runner";
 import type { ReconcileRequest, RunResult } from "../../src/runner/request";
 import type { TestClusters } from "./clusters";
@@ -144,4 +146,25 @@ export class CreationCounter {
   stop(): void {
     for (const abort of this.aborts) abort.abort();
   }
+}
+
+/** This DVM's transfer objects (pods, secrets, services, config maps) still in `namespaces` of one cluster. */
+export async function leftovers(kc: KubeConfig, uid: string, namespaces: string[]): Promise<string[]> {
+  const cluster = new KubeCluster("check", kc);
+  const found: string[] = [];
+  for (const namespace of namespaces) {
+    for (const kind of [KINDS.Pod, KINDS.Secret, KINDS.Service, KINDS.ConfigMap]) {
+      for (const object of await cluster.list(kind, namespace, transferSelector({ uid }))) {
+        // A pod that is still terminating counts as gone once it has a deletion timestamp.
+        if (!object.metadata.deletionTimestamp) found.push(`${kind.kind} ${namespace}/${object.metadata.name}`);
+      }
+    }
+  }
+  return found;
+}
+
+/** `leftovers` on both clusters (each line prefixed with the cluster's role). */
+export async function transferLeftovers(clusters: TestClusters, uid: string, namespaces: string[]): Promise<string[]> {
+  const [source, destination] = await Promise.all([leftovers(clusters.source, uid, namespaces), leftovers(clusters.destination, uid, namespaces)]);
+  return [...source.map((l) => `source: ${l}`), ...destination.map((l) => `destination: ${l}`)];
 }

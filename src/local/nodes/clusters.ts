@@ -1,0 +1,182 @@
+/**
+ * Node mode: two (or one) single-node Kubernetes clusters whose pods really run. Each cluster is a local
+ * control plane (etcd + kube-apiserver, src/local/controlPlane.ts) listening on the fabric bridge, plus one
+ * real node (src/local/nodes/node.ts) in its own network namespace. Used by the `nodes` test project, the
+ * data-phase benchmark and `npm start` where the machine allows it.
+ *
+ * A run owns a "slot" (src/local/nodes/plan.ts): its state folder, bridge, namespaces and addresses. Stop
+ * (or, if this process dies, a watchdog) runs infra/nodes/teardown.sh, which removes all of it; a slot left
+ * by a crashed owner is torn down before reuse.
+ */
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { StorageV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { defaultBinDir, startControlPlane, type ControlPlane } from "../controlPlane";
+import { spawnLogged, stopProcess, type ManagedProcess } from "../processes";
+import { host, nodeModeSupport } from "./host";
+import { createNetwork } from "./network";
+import type { NodeImages } from "./images";
+import { startNode, type RealNode } from "./node";
+import { MAX_SLOTS, slotPlan, type SlotPlan } from "./plan";
+
+const TEARDOWN = fileURLToPath(new URL("../../../infra/nodes/teardown.sh", import.meta.url));
+export const NODES_STATE_ROOT = "/var/tmp/dvm-nodes";
+/** The StorageClass every node-mode cluster has: host-path volumes from the controller-manager. */
+export const NODE_STORAGE_CLASS = "standard";
+
+export interface NodeCluster {
+  name: string;
+  kubeconfigPath: string;
+  server: string;
+  etcdUrl: string;
+  controlPlane: ControlPlane;
+  node: RealNode;
+  kubeConfig(): KubeConfig;
+}
+
+export interface NodeClusters {
+  plan: SlotPlan;
+  stateDir: string;
+  clusters: NodeCluster[];
+  images: NodeImages;
+  stop(): Promise<void>;
+}
+
+export interface NodeClustersOptions {
+  /** Cluster names, e.g. ["source", "destination"]. */
+  names: readonly string[];
+  images: NodeImages;
+  binDir?: string;
+  /** Where logs go (kept after stop); default inside the state folder (removed on stop). */
+  logDir?: string;
+  say?: (line: string) => void;
+}
+
+export async function startNodeClusters(options: NodeClustersOptions): Promise<NodeClusters> {
+  const say = options.say ?? (() => {});
+  const binDir = options.binDir ?? defaultBinDir();
+  const support = nodeModeSupport(binDir);
+  if (!support.ok) throw new Error(support.reason);
+
+  const { slot, stateDir } = await acquireSlot();
+  const plan = slotPlan(slot, options.names);
+  const pidFile = join(stateDir, "pids");
+  writeFileSync(join(stateDir, "plan.env"), `BRIDGE=${plan.bridge}\nNETNS="${plan.nodes.map((n) => n.netns).join(" ")}"\n`);
+  const logRoot = options.logDir ?? join(stateDir, "logs");
+  mkdirSync(logRoot, { recursive: true });
+  // Outlives a SIGKILLed owner: then it tears the slot down.
+  const watchdog = spawnLogged({
+    name: `dvm-nodes-slot${slot}-watchdog`,
+    command: "sh",
+    args: ["-c", 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"', "watchdog", String(process.pid), TEARDOWN, stateDir],
+    logFile: join(logRoot, "watchdog.log"),
+  });
+  const planes: ControlPlane[] = [];
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    say("stopping the node clusters");
+    await host("bash", [TEARDOWN, stateDir], { timeoutMs: 60_000 });
+    await Promise.all(planes.map((p) => p.stop()));
+    await stopProcess(watchdog, 1_000);
+    rmSync(lockFile(slot), { force: true });
+  };
+
+  try {
+    say(`slot ${slot}: network ${plan.fabricCidr} on bridge ${plan.bridge}, namespaces ${plan.nodes.map((n) => n.netns).join(", ")}`);
+    await createNetwork(plan);
+    say("starting etcd and kube-apiserver for each cluster");
+    const started = await Promise.allSettled(
+      plan.nodes.map((node) =>
+        startControlPlane({ name: node.name, binDir, withKwok: false, bindAddress: plan.bridgeIp, serviceCidr: node.serviceCidr, logDir: join(logRoot, node.name) }),
+      ),
+    );
+    for (const result of started) if (result.status === "fulfilled") planes.push(result.value);
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+
+    // Both nodes at once: most of a node's start is importing the images into its containerd.
+    const clusters = await Promise.all(
+      plan.nodes.map(async (node, i): Promise<NodeCluster> => {
+        const plane = planes[i]!;
+        const dir = join(stateDir, "nodes", node.name);
+        mkdirSync(dir, { recursive: true });
+        // The kubelet and friends read it inside the node's namespaces, where the control plane's own
+        // temp folder is not visible.
+        const kubeconfigPath = join(dir, "admin.kubeconfig");
+        writeFileSync(kubeconfigPath, readFileSync(plane.kubeconfigPath), { mode: 0o600 });
+        const realNode = await startNode({ plan, node, dir, binDir, kubeconfigPath, kubeConfig: plane.kubeConfig(), images: options.images, pidFile, logDir: join(logRoot, node.name), say });
+        await ensureStorageClass(plane.kubeConfig());
+        return { name: node.name, kubeconfigPath: plane.kubeconfigPath, server: plane.server, etcdUrl: plane.etcdUrl, controlPlane: plane, node: realNode, kubeConfig: plane.kubeConfig };
+      }),
+    );
+    return { plan, stateDir, clusters, images: options.images, stop };
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Host-path volumes provisioned by the controller-manager, bound at once; the default class. */
+async function ensureStorageClass(kc: KubeConfig): Promise<void> {
+  await kc
+    .makeApiClient(StorageV1Api)
+    .createStorageClass({
+      body: {
+        metadata: { name: NODE_STORAGE_CLASS, annotations: { "storageclass.kubernetes.io/is-default-class": "true" } },
+        provisioner: "kubernetes.io/host-path",
+        reclaimPolicy: "Delete",
+        volumeBindingMode: "Immediate",
+      },
+    })
+    .catch((error: { code?: number }) => {
+      if (error.code !== 409) throw error;
+    });
+}
+
+function lockFile(slot: number): string {
+  return join(NODES_STATE_ROOT, `slot${slot}.lock`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The first free slot; a slot whose owner is gone is torn down and taken. */
+async function acquireSlot(): Promise<{ slot: number; stateDir: string }> {
+  mkdirSync(NODES_STATE_ROOT, { recursive: true });
+  for (let slot = 0; slot < MAX_SLOTS; slot++) {
+    const lock = lockFile(slot);
+    const stateDir = join(NODES_STATE_ROOT, `slot${slot}`);
+    let fd: number;
+    try {
+      fd = openSync(lock, "wx");
+    } catch {
+      const owner = Number(readFileSync(lock, "utf8").trim());
+      if (Number.isInteger(owner) && owner > 0 && alive(owner)) continue;
+      // Stale: its owner died. Remove what it left, then take the slot.
+      await host("bash", [TEARDOWN, stateDir], { timeoutMs: 60_000 });
+      rmSync(lock, { force: true });
+      try {
+        fd = openSync(lock, "wx");
+      } catch {
+        continue; // someone else took it meanwhile
+      }
+    }
+    writeSync(fd, `${process.pid}\n`);
+    closeSync(fd);
+    await host("bash", [TEARDOWN, stateDir], { timeoutMs: 60_000 });
+    mkdirSync(stateDir, { recursive: true });
+    return { slot, stateDir };
+  }
+  throw new Error(`node mode: all ${MAX_SLOTS} slots are in use (${NODES_STATE_ROOT}/slot*.lock)`);
+}
+
+export type { ManagedProcess };

@@ -31,7 +31,7 @@ ours() { # pids whose command line names the state folder (this script excepted)
   for dir in /proc/[0-9]*; do
     pid=${dir#/proc/}
     [ "$pid" = "$$" ] && continue
-    case "$(tr '\0' ' ' < "$dir/cmdline" 2>/dev/null)" in *teardown.sh*) ;; *"$state"*) echo "$pid" ;; esac
+    case "$({ tr '\0' ' ' < "$dir/cmdline"; } 2>/dev/null)" in *teardown.sh*) ;; *"$state"*) echo "$pid" ;; esac
   done
 }
 kill_all() {

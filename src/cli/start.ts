@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { jsonLogger } from "../log";
 import { startLocalController } from "../local/controller";
+import { DEMO_DVM_NAMESPACE } from "../local/embeddedClusters";
 
 const HELP = `Usage: npm start [-- options]
 
@@ -17,6 +18,8 @@ Options:
   --table NAME        ledger table name (default: dvm-local-ledger)
   --state-dir DIR     kubeconfigs, demo files and logs (default: .dvm/ in this folder)
   --health-port PORT  relay health endpoint (default: a free port)
+  --clusters MODE     embedded clusters: node (real kubelets, data really moves; needs root), kwok
+                      (fake pods, nothing moves) or auto (default: node where this machine allows it)
   -h, --help          this text
 
 Environment: AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL use that DynamoDB instead of DynamoDB Local;
@@ -29,6 +32,7 @@ async function main(): Promise<void> {
       table: { type: "string" },
       "state-dir": { type: "string" },
       "health-port": { type: "string" },
+      clusters: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -45,7 +49,14 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  const clusterMode = values.clusters ?? "auto";
+  if (clusterMode !== "auto" && clusterMode !== "node" && clusterMode !== "kwok") {
+    say(`--clusters: "${clusterMode}" is not one of node, kwok, auto`);
+    process.exit(2);
+  }
+
   const controller = await startLocalController({
+    clusterMode,
     stateDir,
     log,
     say,
@@ -58,7 +69,12 @@ async function main(): Promise<void> {
     "",
     "dvm controller running",
     `  cluster (DVMs)      KUBECONFIG=${controller.hostKubeconfig}`,
-    ...(controller.embedded ? [`  destination cluster KUBECONFIG=${controller.embedded.destinationKubeconfig}`] : []),
+    ...(controller.embedded
+      ? [
+          `  destination cluster KUBECONFIG=${controller.embedded.destinationKubeconfig}`,
+          `  clusters            ${controller.embedded.mode === "node" ? "node mode: real kubelets, the data really moves" : "kwok mode: pods do not run, no data moves"}`,
+        ]
+      : []),
     `  ledger              ${controller.dynamoEndpoint}  table ${controller.ledgerTableName}`,
     `  phase function      ${controller.lambdaEndpoint} (Lambda Invoke API)`,
     `  relay health        ${controller.healthUrl}`,
@@ -68,7 +84,8 @@ async function main(): Promise<void> {
       ? [
           `  export KUBECONFIG=${controller.hostKubeconfig} LEDGER_TABLE_NAME=${controller.ledgerTableName} AWS_ENDPOINT_URL_DYNAMODB=${controller.dynamoEndpoint}`,
           `  npm run dvm -- migrate -f ${controller.embedded.demoManifest}`,
-          "  npm run dvm -- watch demo        # live progress, then: npm run dvm -- report demo",
+          `  npm run dvm -- watch demo -n ${DEMO_DVM_NAMESPACE}        # live progress, then: npm run dvm -- report demo -n ${DEMO_DVM_NAMESPACE}`,
+          ...(controller.embedded.arrivalsCommand ? ["", "Watch the files arrive on the destination:", `  ${controller.embedded.arrivalsCommand}`] : []),
         ]
       : ["  npm run dvm -- migrate -f your-dvm.yaml   (or kubectl apply; see README.md for the fields)"]),
     "",

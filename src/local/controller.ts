@@ -1,17 +1,17 @@
 /**
  * The whole controller on one machine: DynamoDB Local (or the endpoint AWS_ENDPOINT_URL* names), the phase
  * function behind serverless-offline's Lambda Invoke API (the API the relay uses against AWS), and the
- * relay watching the cluster in KUBECONFIG — or, when none is configured, two embedded control planes with
- * kwok ("source", which hosts the DVMs, and "destination") and a small demo to migrate.
+ * relay watching the cluster in KUBECONFIG — or, when none is configured, two embedded clusters ("source",
+ * which hosts the DVMs, and "destination"; real nodes where the machine allows, else kwok, see
+ * embeddedClusters.ts) and a demo to migrate.
  * `npm start` (src/cli/start.ts) and the end-to-end tests both use this.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { CoreV1Api, KubeConfig, StorageV1Api } from "@kubernetes/client-node";
 import { createLedgerClient, ensureLedgerTable } from "../ledger";
 import type { Logger } from "../log";
 import { runRelay } from "../relay/main";
-import { startControlPlane, type ControlPlane } from "./controlPlane";
+import { startEmbeddedClusters, type ClusterMode } from "./embeddedClusters";
 import { startDynamoLocal, type DynamoLocal } from "./dynamoLocal";
 import { findFreePort } from "./ports";
 import { startServerlessOffline, type ServerlessOffline } from "./serverlessOffline";
@@ -29,13 +29,15 @@ export interface LocalControllerOptions {
   log: Logger;
   /** Progress lines for a person ("starting DynamoDB Local ..."). */
   say?: (line: string) => void;
+  /** Embedded clusters: "node" (real pods), "kwok" (fake pods), default "auto" (node where possible). */
+  clusterMode?: ClusterMode | "auto";
 }
 
 export interface LocalController {
   /** Where the DVMs live; its kubeconfig path. */
   hostKubeconfig: string;
-  /** Set when the control planes are embedded. */
-  embedded?: { destinationKubeconfig: string; demoManifest: string };
+  /** Set when the clusters are embedded. */
+  embedded?: { mode: ClusterMode; destinationKubeconfig: string; demoManifest: string; arrivalsCommand?: string };
   dynamoEndpoint: string;
   ledgerTableName: string;
   lambdaEndpoint: string;
@@ -62,19 +64,15 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     let hostKubeconfig = options.kubeconfig ?? process.env.KUBECONFIG;
     let embedded: LocalController["embedded"];
     if (!hostKubeconfig) {
-      say("no KUBECONFIG: starting two embedded control planes (kube-apiserver + etcd + kwok)");
-      const planes: ControlPlane[] = [];
-      for (const name of ["source", "destination"]) {
-        const plane = await startControlPlane({ name, logDir: join(options.stateDir, "logs", name) });
-        planes.push(plane);
-        stops.push(() => plane.stop());
-      }
-      const [source, destination] = planes as [ControlPlane, ControlPlane];
-      hostKubeconfig = join(options.stateDir, "source.kubeconfig");
-      const destinationKubeconfig = join(options.stateDir, "destination.kubeconfig");
-      writeFileSync(hostKubeconfig, source.kubeConfig().exportConfig(), { mode: 0o600 });
-      writeFileSync(destinationKubeconfig, destination.kubeConfig().exportConfig(), { mode: 0o600 });
-      embedded = { destinationKubeconfig, demoManifest: await seedDemo(source.kubeConfig(), destination.kubeConfig(), options.stateDir) };
+      const clusters = await startEmbeddedClusters({ stateDir: options.stateDir, say, ...(options.clusterMode ? { mode: options.clusterMode } : {}) });
+      stops.push(() => clusters.stop());
+      hostKubeconfig = clusters.hostKubeconfig;
+      embedded = {
+        mode: clusters.mode,
+        destinationKubeconfig: clusters.destinationKubeconfig,
+        demoManifest: clusters.demoManifest,
+        ...(clusters.arrivalsCommand ? { arrivalsCommand: clusters.arrivalsCommand } : {}),
+      };
     }
 
     // The relay and the function read the host cluster from KUBECONFIG.
@@ -139,50 +137,4 @@ function podClustersEnv(clusters: { name: string; kubeconfigPath: string }[]): R
 
 function pick(env: NodeJS.ProcessEnv, keys: string[]): Record<string, string> {
   return Object.fromEntries(keys.flatMap((k) => (env[k] ? [[k, env[k]!]] : [])));
-}
-
-/**
- * A sandbox to try a migration on: namespace "demo" with two PVCs on the source, a StorageClass
- * "standard" on the destination, and the destination's kubeconfig as a Secret next to the DVMs.
- * Returns the path of a ready-to-apply DVM manifest.
- */
-async function seedDemo(source: KubeConfig, destination: KubeConfig, stateDir: string): Promise<string> {
-  const core = source.makeApiClient(CoreV1Api);
-  const exists = (error: unknown) => {
-    if ((error as { code?: number }).code !== 409) throw error;
-  };
-  await core.createNamespace({ body: { metadata: { name: "demo", labels: { team: "demo" } } } }).catch(exists);
-  for (const [name, size] of [["data", "1Gi"], ["uploads", "2Gi"]] as const) {
-    await core
-      .createNamespacedPersistentVolumeClaim({ namespace: "demo", body: { metadata: { name }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: size } } } } })
-      .catch(exists);
-  }
-  await destination.makeApiClient(StorageV1Api).createStorageClass({ body: { metadata: { name: "standard" }, provisioner: "kubernetes.io/no-provisioner" } }).catch(exists);
-  await core
-    .createNamespacedSecret({ namespace: "default", body: { metadata: { name: "destination-kubeconfig" }, stringData: { kubeconfig: destination.exportConfig() } } })
-    .catch(exists);
-  const manifest = join(stateDir, "demo-dvm.yaml");
-  writeFileSync(
-    manifest,
-    `apiVersion: migration.openshift.io/v1alpha1
-kind: DirectVolumeMigration
-metadata:
-  name: demo
-  namespace: default
-spec:
-  destinationCluster:
-    kubeconfigSecretRef:
-      name: destination-kubeconfig
-  persistentVolumeClaims:
-    - name: data
-      namespace: demo
-      targetStorageClass: standard
-      targetAccessModes: [ReadWriteOnce]
-    - name: uploads
-      namespace: demo
-      targetStorageClass: standard
-      targetAccessModes: [ReadWriteOnce]
-`,
-  );
-  return manifest;
 }

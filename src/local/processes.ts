@@ -20,6 +20,11 @@ export interface ProcessSpec {
   env?: NodeJS.ProcessEnv;
   /** File the pid is appended to, read by the reaper if this process dies without cleaning up. */
   pidFile?: string;
+  /**
+   * A watchdog meant to outlive this process (it cleans up after it): not killed by the exit handler.
+   * Stop it with stopProcess on a normal shutdown.
+   */
+  outlivesParent?: boolean;
 }
 
 export interface ManagedProcess {
@@ -52,7 +57,7 @@ export function spawnLogged(spec: ProcessSpec): ManagedProcess {
   }
   const pid = child.pid;
   if (pid === undefined) throw new Error(`${spec.name}: could not start ${spec.command} (see ${spec.logFile})`);
-  liveGroups.add(pid);
+  if (!spec.outlivesParent) liveGroups.add(pid);
   if (spec.pidFile) appendFileSync(spec.pidFile, `${pid}\n`);
   let running = true;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -71,6 +71,7 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
     command: "sh",
     args: ["-c", 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"', "watchdog", String(process.pid), TEARDOWN, stateDir],
     logFile: join(logRoot, "watchdog.log"),
+    outlivesParent: true,
   });
   const planes: ControlPlane[] = [];
   let stopped = false;

@@ -1,0 +1,179 @@
+/**
+ * The data phase of a whole migration on real pods (node mode, src/local/nodes), against plain rsync
+ * between the same two network namespaces on the same data, in the same run.
+ *
+ * Ours: a DVM moves one PVC from the source cluster to the destination over a NodePort: rsync client pod
+ * -> stunnel client -> (TLS 1.3 across the two nodes' namespaces) -> stunnel server -> rsync daemon pod.
+ * Two figures: the RunRsyncOperations phase's wall time (from its first invocation to the one that
+ * advanced: pod start and the transfer included; invocations come at most 250 ms apart, as the relay's
+ * pod events would bring them), and rsync's own average rate for the
+ * session (its closing "bytes/sec" line). Plain: an rsync daemon in the destination node's namespace,
+ * rsync run in the source node's namespace with the same arguments our client uses, no TLS, no pods.
+ * MB/s is 10^6 bytes of data set per second.
+ *
+ *   npx tsx bench/nodes.ts                  # 1 GiB
+ *   DVM_BENCH_NODES_MIB=256 npx tsx bench/nodes.ts
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { pathToFileURL } from "node:url";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
+import { DVM_API_VERSION, DVM_KIND } from "../src/dvm/types";
+import { createLedgerClient, ensureLedgerTable } from "../src/ledger";
+import { writeDataset } from "../src/local/demoData";
+import { startDynamoLocal } from "../src/local/dynamoLocal";
+import { startNodeClusters } from "../src/local/nodes/clusters";
+import { ensureNodeImages } from "../src/local/nodes/images";
+import { volumeFolder } from "../src/local/nodes/volumes";
+import { PHASE_BODIES } from "../src/phases";
+import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
+import { KINDS } from "../src/kube/objects";
+import { LABEL } from "../src/phases/names";
+import type { PhaseBody } from "../src/phases/types";
+import { createPhaseRunner } from "../src/runtime/phaseRunner";
+import { parseRsyncProgress } from "../src/transfer/progress";
+import { rsyncClientArgs } from "../src/transfer/rsyncClient";
+import { envNumber } from "./env";
+
+export interface NodesBenchResult {
+  bytes: number;
+  files: number;
+  phaseSeconds: number;
+  phaseMBps: number;
+  rsyncSessionMBps: number;
+  plainSeconds: number;
+  plainMBps: number;
+}
+
+const MiB = 1024 * 1024;
+const mbps = (bytes: number, seconds: number) => bytes / 1e6 / seconds;
+
+export async function runNodesBench(options: { mib?: number; log?: (line: string) => void } = {}): Promise<NodesBenchResult> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const mib = options.mib ?? envNumber("DVM_BENCH_NODES_MIB", 1024);
+  const images = await ensureNodeImages({ onProgress: () => {} });
+  const nodes = await startNodeClusters({ names: ["source", "destination"], images });
+  const dynamo = await startDynamoLocal();
+  try {
+    const [source, destination] = nodes.clusters as [(typeof nodes.clusters)[0], (typeof nodes.clusters)[0]];
+    const core = source.kubeConfig().makeApiClient(CoreV1Api);
+    for (const name of ["bench", "dvm-system"]) await core.createNamespace({ body: { metadata: { name } } });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: "bench",
+      body: { metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], storageClassName: "standard", resources: { requests: { storage: "8Gi" } } } },
+    });
+    const folder = await volumeFolder(source.kubeConfig(), source.node.holderPid, "bench", "data");
+    const data = writeDataset(folder, { bytes: mib * MiB, files: Math.max(100, Math.round(mib * 4)) });
+    log(`data set: ${(data.bytes / MiB).toFixed(0)} MiB in ${data.files} files (random content), on the source node's disk`);
+
+    // Ours: a whole migration, timing the data phase and keeping the client's own closing statistics.
+    await core.createNamespacedSecret({ namespace: "dvm-system", body: { metadata: { name: "destination" }, stringData: { kubeconfig: readFileSync(destination.kubeconfigPath, "utf8") } } });
+    const table = "bench-nodes";
+    const client = createLedgerClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: { accessKeyId: "dvmlocal", secretAccessKey: "dvmlocal" } });
+    await ensureLedgerTable(client, table);
+    let firstEntry: number | undefined;
+    let advancedAt: number | undefined;
+    let clientLog = "";
+    const bodies = Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, PHASE_BODIES[phase]])) as Record<ExecutablePhaseName, PhaseBody>;
+    bodies.RunRsyncOperations = async (ctx) => {
+      firstEntry ??= performance.now();
+      const outcome = await PHASE_BODIES.RunRsyncOperations(ctx);
+      if (outcome.kind === "advance") {
+        advancedAt = performance.now();
+        const pods = await ctx.clusters.source.list(KINDS.Pod, "bench", { [LABEL.role]: CLIENT_ROLE });
+        for (const pod of pods) clientLog += await ctx.clusters.source.podLogs("bench", pod.metadata.name, "rsync", 200);
+      }
+      return outcome;
+    };
+    const runner = createPhaseRunner({ hostKubeConfig: source.kubeConfig(), ledgerTableName: table, dynamo: client, bodies, leaseMs: 600_000 });
+    const dvm = (await source.kubeConfig().makeApiClient((await import("@kubernetes/client-node")).CustomObjectsApi).createNamespacedCustomObject({
+      group: "migration.openshift.io",
+      version: "v1alpha1",
+      namespace: "dvm-system",
+      plural: "directvolumemigrations",
+      body: {
+        apiVersion: DVM_API_VERSION,
+        kind: DVM_KIND,
+        metadata: { name: "bench", namespace: "dvm-system" },
+        spec: {
+          destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+          persistentVolumeClaims: [{ name: "data", namespace: "bench", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
+          endpointType: "NodePort",
+          runAsRoot: true,
+          transferImage: images.transferImage,
+        },
+      },
+    })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };
+    const request = { uid: dvm.metadata.uid, namespace: "dvm-system", name: "bench", generation: dvm.metadata.generation, resourceVersion: dvm.metadata.resourceVersion };
+    for (let step = 0; step < 2_000; step++) {
+      const result = await runner.run(request);
+      if (result.kind === "finished" || result.kind === "gone") break;
+      const delay = "requeueAfterMs" in result ? result.requeueAfterMs : "retryAfterMs" in result ? result.retryAfterMs : 0;
+      // The relay forwards on every change of an owned pod (a client pod finishing, say); this loop
+      // stands in for it by polling at most every 250 ms instead of waiting out the requeue delay.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, 250)));
+    }
+    if (firstEntry === undefined || advancedAt === undefined) throw new Error("the migration did not complete its data phase");
+    const phaseSeconds = (advancedAt - firstEntry) / 1000;
+    const session = parseRsyncProgress(clientLog);
+    if (!session.averageBytesPerSecond) throw new Error(`no closing statistics in the client's log:\n${clientLog.slice(-500)}`);
+
+    // Plain: the same arguments, daemon to client, in the same two namespaces, no TLS, no pods.
+    const plainRoot = join(destination.node.tmpDir, "bench-plain");
+    mkdirSync(join(plainRoot, "data"), { recursive: true });
+    const port = 8730;
+    writeFileSync(join(plainRoot, "rsyncd.conf"), `port = ${port}\nuse chroot = no\nnumeric ids = yes\nmunge symlinks = no\n[plain]\npath = /tmp/bench-plain/data\nread only = no\nuid = 0\ngid = 0\n`);
+    const daemon = spawn("nsenter", [`--target=${destination.node.holderPid}`, "--mount", "--net", "--", "rsync", "--daemon", "--no-detach", "--config=/tmp/bench-plain/rsyncd.conf"], { stdio: "ignore" });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // Our client's arguments, pointed at the plain daemon; the source as the node sees it.
+      const inNode = folder.replace(`/proc/${source.node.holderPid}/root`, "");
+      const args = rsyncClientArgs({ sourcePath: inNode, module: "plain", user: "bench", host: destination.node.nodeIp, port, preserveOwnership: true });
+      const t0 = performance.now();
+      await run("nsenter", [`--target=${source.node.holderPid}`, "--mount", "--net", "--", "rsync", ...args]);
+      const plainSeconds = (performance.now() - t0) / 1000;
+      const result: NodesBenchResult = {
+        bytes: data.bytes,
+        files: data.files,
+        phaseSeconds,
+        phaseMBps: mbps(data.bytes, phaseSeconds),
+        rsyncSessionMBps: session.averageBytesPerSecond / 1e6,
+        plainSeconds,
+        plainMBps: mbps(data.bytes, plainSeconds),
+      };
+      log(`ours, data phase (RunRsyncOperations, pod start and polls included): ${result.phaseMBps.toFixed(1)} MB/s (${phaseSeconds.toFixed(1)} s)`);
+      log(`ours, rsync's own session rate through the TLS tunnel: ${result.rsyncSessionMBps.toFixed(1)} MB/s`);
+      log(`plain rsync daemon <- rsync between the same two network namespaces: ${result.plainMBps.toFixed(1)} MB/s (${plainSeconds.toFixed(1)} s)`);
+      log(`ratio, data phase / plain: ${(result.phaseMBps / result.plainMBps).toFixed(2)}; rsync session / plain: ${(result.rsyncSessionMBps / result.plainMBps).toFixed(2)} (aim: at least 0.7)`);
+      return result;
+    } finally {
+      daemon.kill("SIGKILL");
+    }
+  } finally {
+    await dynamo.stop();
+    await nodes.stop();
+  }
+}
+
+function run(command: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}: ${stderr.slice(-500)}`))));
+  });
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  runNodesBench().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

@@ -228,3 +228,15 @@ describe("faults on real pods", () => {
     expect(await transferLeftovers(clusters, dvm.metadata.uid, [claim.namespace, ADMIN_NAMESPACE])).toEqual([]);
   });
 });
+
+describe("images", () => {
+  it.each(["source", "destination"] as const)("the %s node has only the two images imported from files, and no pod ever pulled one", async (side) => {
+    const { stdout } = await promisify(execFile)("ctr", ["--address", nodes[side].containerdSocket, "--namespace", "k8s.io", "images", "list", "--quiet"]);
+    const names = stdout.trim().split("\n").filter((line) => !line.startsWith("sha256:"));
+    expect(names.sort()).toEqual([nodes.pauseImage, nodes.transferImage].sort());
+    const events = await clusters[side].makeApiClient(CoreV1Api).listEventForAllNamespaces();
+    expect(events.items.filter((e) => e.reason === "Pulled").length).toBeGreaterThan(0);
+    // "Pulled" also reports "already present on machine"; an attempt to pull is "Pulling".
+    expect(events.items.filter((e) => e.reason === "Pulling" || (e.reason === "Pulled" && !/already present/.test(e.message ?? ""))).map((e) => e.message)).toEqual([]);
+  });
+});

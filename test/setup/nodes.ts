@@ -20,13 +20,17 @@ export interface ProvidedNode {
   nodeName: string;
   nodeIp: string;
   netns: string;
+  containerdSocket: string;
 }
 
 export interface ProvidedNodes {
   source: ProvidedNode;
   destination: ProvidedNode;
   transferImage: string;
+  pauseImage: string;
   storageClass: string;
+  /** The plan's only routable range. */
+  supernet: string;
 }
 
 declare module "vitest" {
@@ -48,13 +52,15 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   const [source, destination] = nodes.clusters;
   if (!source || !destination) throw new Error("node mode started fewer than two clusters");
   const cluster = (c: typeof source): ProvidedCluster => ({ name: c.name, kubeconfigPath: c.kubeconfigPath, etcdUrl: c.etcdUrl, nodeName: c.node.nodeName });
-  const node = (c: typeof source, netns: string): ProvidedNode => ({ holderPid: c.node.holderPid, nodeName: c.node.nodeName, nodeIp: c.node.nodeIp, netns });
+  const node = (c: typeof source, netns: string): ProvidedNode => ({ holderPid: c.node.holderPid, nodeName: c.node.nodeName, nodeIp: c.node.nodeIp, netns, containerdSocket: c.node.containerdSocket });
   provide("clusters", { local: true, source: cluster(source), destination: cluster(destination) });
   provide("nodes", {
     source: node(source, nodes.plan.nodes[0]!.netns),
     destination: node(destination, nodes.plan.nodes[1]!.netns),
     transferImage: images.transferImage,
+    pauseImage: images.pauseImage,
     storageClass: "standard",
+    supernet: nodes.plan.supernet,
   });
   return async () => {
     await nodes.stop();

@@ -68,7 +68,7 @@ async function main(): Promise<void> {
       ? [
           `  export KUBECONFIG=${controller.hostKubeconfig} LEDGER_TABLE_NAME=${controller.ledgerTableName} AWS_ENDPOINT_URL_DYNAMODB=${controller.dynamoEndpoint}`,
           `  npm run dvm -- migrate -f ${controller.embedded.demoManifest}`,
-          "  npm run dvm -- watch demo        # live progress, then: npm run dvm -- report demo",
+          "  npm run dvm -- watch demo -n demo   # live progress, then: npm run dvm -- report demo -n demo",
         ]
       : ["  npm run dvm -- migrate -f your-dvm.yaml   (or kubectl apply; see README.md for the fields)"]),
     "",

@@ -8,6 +8,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, StorageV1Api } from "@kubernetes/client-node";
+import type { MigrationPolicy } from "../dvm/policy";
+import { policyEnv } from "../dvm/policyConfig";
 import { createLedgerClient, ensureLedgerTable } from "../ledger";
 import type { Logger } from "../log";
 import { runRelay } from "../relay/main";
@@ -29,6 +31,11 @@ export interface LocalControllerOptions {
   log: Logger;
   /** Progress lines for a person ("starting DynamoDB Local ..."). */
   say?: (line: string) => void;
+  /**
+   * The operator's migration policy handed to the phase function (admin namespaces, transfer image
+   * allow-list, default image); default: the function's own defaults (src/dvm/policyConfig.ts).
+   */
+  policy?: MigrationPolicy;
 }
 
 export interface LocalController {
@@ -96,7 +103,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     // 3. The phase function behind the Lambda Invoke API.
     say("bundling the phase function and starting serverless-offline");
     const offline: ServerlessOffline = await startServerlessOffline({
-      env: { LEDGER_TABLE_NAME: ledgerTableName, KUBECONFIG: hostKubeconfig, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint },
+      env: { LEDGER_TABLE_NAME: ledgerTableName, KUBECONFIG: hostKubeconfig, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint, ...(options.policy ? policyEnv(options.policy) : {}) },
       logFile: join(options.stateDir, "logs", "phase-function.log"),
     });
     stops.push(() => offline.stop());
@@ -143,7 +150,8 @@ function pick(env: NodeJS.ProcessEnv, keys: string[]): Record<string, string> {
 
 /**
  * A sandbox to try a migration on: namespace "demo" with two PVCs on the source, a StorageClass
- * "standard" on the destination, and the destination's kubeconfig as a Secret next to the DVMs.
+ * "standard" on the destination, and the destination's kubeconfig as a Secret next to the DVMs. The DVM
+ * lives in "demo" too: outside an admin namespace a DVM references its own namespace only.
  * Returns the path of a ready-to-apply DVM manifest.
  */
 async function seedDemo(source: KubeConfig, destination: KubeConfig, stateDir: string): Promise<string> {
@@ -159,7 +167,7 @@ async function seedDemo(source: KubeConfig, destination: KubeConfig, stateDir: s
   }
   await destination.makeApiClient(StorageV1Api).createStorageClass({ body: { metadata: { name: "standard" }, provisioner: "kubernetes.io/no-provisioner" } }).catch(exists);
   await core
-    .createNamespacedSecret({ namespace: "default", body: { metadata: { name: "destination-kubeconfig" }, stringData: { kubeconfig: destination.exportConfig() } } })
+    .createNamespacedSecret({ namespace: "demo", body: { metadata: { name: "destination-kubeconfig" }, stringData: { kubeconfig: destination.exportConfig() } } })
     .catch(exists);
   const manifest = join(stateDir, "demo-dvm.yaml");
   writeFileSync(
@@ -168,7 +176,7 @@ async function seedDemo(source: KubeConfig, destination: KubeConfig, stateDir: s
 kind: DirectVolumeMigration
 metadata:
   name: demo
-  namespace: default
+  namespace: demo
 spec:
   destinationCluster:
     kubeconfigSecretRef:

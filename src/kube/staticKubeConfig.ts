@@ -25,6 +25,8 @@ const REFUSED_KEYS: Record<string, string> = {
   exec: "credential plugins (exec) are refused: they run a command in the controller; use a token or client certificate data",
   "auth-provider": "auth providers are refused: use a token or client certificate data",
   tokenFile: "file paths are refused: put the token itself in `token`",
+  // client-node's spelling of kubectl's tokenFile: it reads this one.
+  "token-file": "file paths are refused: put the token itself in `token`",
   "client-certificate": "file paths are refused: use client-certificate-data",
   "client-key": "file paths are refused: use client-key-data",
   "certificate-authority": "file paths are refused: use certificate-authority-data",

@@ -50,8 +50,16 @@ describe("a user-supplied kubeconfig", () => {
   });
 
   it("naming any file is refused, each field named", () => {
-    const issues = issuesOf(kubeconfig({ tokenFile: "/var/run/secrets/token", "client-certificate": "/etc/c.crt", "client-key": "/etc/c.key" }, { "certificate-authority": "/etc/ca.crt" }));
-    expect(issues.map((i) => i.path).sort()).toEqual(["clusters[0].cluster.certificate-authority", "users[0].user.client-certificate", "users[0].user.client-key", "users[0].user.tokenFile"]);
+    const issues = issuesOf(
+      kubeconfig({ tokenFile: "/var/run/secrets/token", "token-file": "/t", "client-certificate": "/etc/c.crt", "client-key": "/etc/c.key" }, { "certificate-authority": "/etc/ca.crt" }),
+    );
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      "clusters[0].cluster.certificate-authority",
+      "users[0].user.client-certificate",
+      "users[0].user.client-key",
+      "users[0].user.token-file",
+      "users[0].user.tokenFile",
+    ]);
     for (const issue of issues) expect(issue.message).toContain("file paths are refused");
   });
 

@@ -21,6 +21,7 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
+import { DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
 import { DVM_API_VERSION, DVM_KIND } from "../src/dvm/types";
 import { createLedgerClient, ensureLedgerTable } from "../src/ledger";
 import { writeDataset } from "../src/local/demoData";
@@ -88,7 +89,14 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       }
       return outcome;
     };
-    const runner = createPhaseRunner({ hostKubeConfig: source.kubeConfig(), ledgerTableName: table, dynamo: client, bodies, leaseMs: 600_000 });
+    const runner = createPhaseRunner({
+      hostKubeConfig: source.kubeConfig(),
+      ledgerTableName: table,
+      dynamo: client,
+      bodies,
+      leaseMs: 600_000,
+      policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: images.transferImage },
+    });
     const dvm = (await source.kubeConfig().makeApiClient((await import("@kubernetes/client-node")).CustomObjectsApi).createNamespacedCustomObject({
       group: "migration.openshift.io",
       version: "v1alpha1",
@@ -103,7 +111,6 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
           persistentVolumeClaims: [{ name: "data", namespace: "bench", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
           endpointType: "NodePort",
           runAsRoot: true,
-          transferImage: images.transferImage,
         },
       },
     })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };

@@ -184,7 +184,8 @@ deploy_functions() {
   node infra/localstack/aws.mjs put-parameter "$TRIGGER_KUBECONFIG_PARAMETER" "$WORK_DIR/trigger-for-lambda.kubeconfig"
 
   say "osls deploy --stage local (to LocalStack)"
-  node_modules/.bin/osls deploy --stage "$STAGE"
+  # The smoke DVM lives in $DVM_NAMESPACE and moves a PVC of $APP_NAMESPACE: an admin's migration.
+  node_modules/.bin/osls deploy --stage "$STAGE" --param="adminNamespaces=$DVM_NAMESPACE"
 
   say "the deployed function reads the host cluster: a request for a DVM that does not exist is 'gone'"
   local answer

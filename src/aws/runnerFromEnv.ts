@@ -3,11 +3,15 @@
  *   LEDGER_TABLE_NAME          the ledger table (set by serverless.yml)
  *   DVM_KUBECONFIG_PARAMETER   SSM SecureString with the host kubeconfig; unset: the KUBECONFIG file
  *   DVM_EVENTS_*               outgoing CloudEvents (src/aws/eventPublisherFromEnv.ts); unset: none
+ *   DVM_ADMIN_NAMESPACES, DVM_TRANSFER_IMAGES, DVM_DEFAULT_TRANSFER_IMAGE
+ *                              the migration policy (src/dvm/policyConfig.ts)
  * DynamoDB and SSM endpoints follow the SDK's own settings (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...).
  *
  * With events on, every completed phase queues its events (runner onResult, one ledger read) and every
  * invocation ends by waiting for them at most DVM_EVENTS_FLUSH_MS; sending never fails an invocation.
  */
+import type { MigrationPolicy } from "../dvm/policy";
+import { parsePolicyEnv } from "../dvm/policyConfig";
 import { phaseEventsHook, withEventFlush, type FlushingRunner } from "../events/runnerEvents";
 import { createLedgerClient, DynamoPhaseLedger } from "../ledger";
 import type { Logger } from "../log";
@@ -19,15 +23,25 @@ import { onceAsync } from "./once";
 
 export const LEDGER_TABLE_ENV = "LEDGER_TABLE_NAME";
 
+/** The operator's migration policy; a bad setting is a configuration error naming the variable. */
+function migrationPolicyFromEnv(env: NodeJS.ProcessEnv): MigrationPolicy {
+  try {
+    return parsePolicyEnv(env);
+  } catch (error) {
+    throw new ConfigurationError(error instanceof Error ? error.message : String(error));
+  }
+}
+
 export function runnerFromEnv(env: NodeJS.ProcessEnv, log: Logger, options: PhaseEventsFromEnvOptions = {}): () => Promise<FlushingRunner> {
   const hostKubeConfig = kubeconfigSourceFromEnv(env);
   const events = phaseEventsFromEnv(env, log, options);
   return onceAsync(async () => {
     const ledgerTableName = env[LEDGER_TABLE_ENV]?.trim();
     if (!ledgerTableName) throw new ConfigurationError(`${LEDGER_TABLE_ENV} is not set`);
-    if (!events) return createPhaseRunner({ hostKubeConfig: await hostKubeConfig(), ledgerTableName, log });
+    const policy = migrationPolicyFromEnv(env);
+    if (!events) return createPhaseRunner({ hostKubeConfig: await hostKubeConfig(), ledgerTableName, log, policy });
     // One DynamoDB client for the runner's ledger and the events' history reads.
-    return createPhaseRunnerWithEvents({ hostKubeConfig: await hostKubeConfig(), ledgerTableName, log, dynamo: createLedgerClient() }, events);
+    return createPhaseRunnerWithEvents({ hostKubeConfig: await hostKubeConfig(), ledgerTableName, log, policy, dynamo: createLedgerClient() }, events);
   });
 }
 

@@ -56,10 +56,10 @@ export function createTriggerHandler(options: TriggerHandlerOptions): (event: un
   };
 }
 
-/** The trigger configured by the environment; warns (once, at cold start) when every source is allowed. */
+/** The trigger configured by the environment; warns (once, at cold start) when every event will be refused. */
 export function triggerFromEnv(env: NodeJS.ProcessEnv, log: Logger): Trigger {
   const allowedSources = parseSourceAllowList(env[TRIGGER_ENV.allowedSources]);
-  if (allowedSources.allowsAll) log.warn(`${TRIGGER_ENV.allowedSources} is empty: events from any source may create migrations`);
+  if (allowedSources.refusesAll) log.warn(`${TRIGGER_ENV.allowedSources} is empty: every event will be refused`);
   const maxText = env[TRIGGER_ENV.maxEventBytes]?.trim();
   const maxBytes = maxText ? Number(maxText) : undefined;
   if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0)) {

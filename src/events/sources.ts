@@ -1,26 +1,31 @@
 /**
  * Which event sources may ask for a migration (TRIGGER_ALLOWED_SOURCES): a comma-separated list of
- * exact sources, or prefixes ending in `*` ("https://ci.example.com/*"). Empty allows every source;
- * the trigger warns about that once per container. The source is what the sender claims: this is a
- * guard against mistakes and misrouted events, the route's IAM authorization is the access control.
+ * exact sources, or prefixes ending in `*` ("https://ci.example.com/*"). Empty refuses every event (the
+ * trigger warns about that once per container); "*" accepts any source and must be written out. The
+ * source is what the sender claims: the route's IAM authorization and the EventBridge rule's source
+ * pattern (serverless.yml) are the access control, this list the second check inside the function.
  */
-export interface SourceAllowList {
-  /** True when no list was given: every source is allowed. */
-  readonly allowsAll: boolean;
-  readonly patterns: readonly string[];
-  allows(source: string): boolean;
+import { parseAllowList, type AllowList } from "../allowList";
+
+export interface SourceAllowList extends AllowList {
+  /** True when the list is empty: every event is refused. */
+  readonly refusesAll: boolean;
 }
 
 export function parseSourceAllowList(text: string | undefined): SourceAllowList {
-  const patterns = (text ?? "")
-    .split(",")
-    .map((p) => p.trim())
-    .filter((p) => p !== "");
-  const allowsAll = patterns.length === 0;
-  return {
-    allowsAll,
-    patterns,
-    allows: (source) =>
-      allowsAll || patterns.some((pattern) => (pattern.endsWith("*") ? source.startsWith(pattern.slice(0, -1)) : source === pattern)),
-  };
+  const list = parseAllowList(text);
+  return { ...list, refusesAll: list.patterns.length === 0 };
+}
+
+/** An EventBridge pattern value for `source`: exact strings, and { prefix } for "prefix*". */
+export type EventBridgeSourceMatch = (string | { prefix: string })[];
+
+/**
+ * What the trigger's EventBridge rule matches on the event's source, so an event the function would
+ * refuse never invokes it: "none" (empty list: the rule is disabled), "any" (a "*" entry), or the list.
+ */
+export function eventBridgeSourceMatch(list: SourceAllowList): "none" | "any" | EventBridgeSourceMatch {
+  if (list.refusesAll) return "none";
+  if (list.patterns.includes("*")) return "any";
+  return list.patterns.map((pattern) => (pattern.endsWith("*") ? { prefix: pattern.slice(0, -1) } : pattern));
 }

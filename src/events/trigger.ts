@@ -36,7 +36,7 @@ export type TriggerReply =
 export interface TriggerOptions {
   /** The host cluster's DVMs; a function so the kubeconfig is loaded only once an event passed the checks. */
   store: () => Promise<MigrationStore>;
-  /** Default: every source (see sources.ts). */
+  /** Default: none (every event is refused; see sources.ts). */
   allowedSources?: SourceAllowList;
   /** Default DEFAULT_MAX_EVENT_BYTES (256 KiB). */
   maxBytes?: number;

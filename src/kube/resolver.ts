@@ -2,14 +2,17 @@
  * How a phase function reaches the source and destination clusters: spec.sourceCluster and
  * spec.destinationCluster name a Secret (in the DVM's namespace unless set) holding a kubeconfig;
  * absent means the host cluster itself. A reference that does not resolve is bad input, named by field.
+ * Which namespaces a DVM may name is the migration policy's question (src/dvm/policy.ts), answered
+ * before this runs. The kubeconfig may carry static credentials only (staticKubeConfig.ts).
  */
-import { KubeConfig } from "./kubeConfig";
 import type { ClusterRef, DvmSpec } from "../dvm/types";
 import { MigrationInputError } from "../phases/types";
 import type { MigrationClusters } from "../phases/types";
 import type { Cluster } from "./cluster";
 import { KubeCluster } from "./kubeCluster";
 import { KINDS, type KubeObject } from "./objects";
+import { parseStaticKubeConfig } from "./staticKubeConfig";
+import type { KubeConfig } from "./kubeConfig";
 
 interface SecretObject extends KubeObject {
   data?: Record<string, string>;
@@ -68,16 +71,15 @@ export class SecretClusterResolver implements ClusterResolver {
       errors.push(`${field}.kubeconfigSecretRef.key: Secret ${namespace}/${name} has no key "${key}"`);
       return undefined;
     }
-    const kubeConfig = new KubeConfig();
-    try {
-      kubeConfig.loadFromString(Buffer.from(encoded, "base64").toString("utf8"));
-      if (!kubeConfig.getCurrentCluster()) throw new Error("no current cluster");
-    } catch {
-      // The parser's message may quote the file: never echo credentials into a condition.
-      errors.push(`${field}.kubeconfigSecretRef.key: key "${key}" of Secret ${namespace}/${name} is not a valid kubeconfig`);
+    // Checked as data before client-node sees it: no plugin runs and no file is read for a user's kubeconfig.
+    const parsed = parseStaticKubeConfig(Buffer.from(encoded, "base64").toString("utf8"));
+    if (!parsed.ok) {
+      for (const issue of parsed.issues) {
+        errors.push(`${field}.kubeconfigSecretRef.key: key "${key}" of Secret ${namespace}/${name}: ${issue.path}: ${issue.message}`);
+      }
       return undefined;
     }
-    const cluster = new KubeCluster(role, kubeConfig);
+    const cluster = new KubeCluster(role, parsed.kubeConfig);
     this.cache.set(cacheKey, cluster);
     return cluster;
   }

@@ -45,8 +45,14 @@ export class KubeRest {
         ...(body ? { "Content-Type": req.contentType ?? "application/json", "Content-Length": body.length } : {}),
       },
     };
-    // Credentials (certificates, tokens, exec plugins) as the kubeconfig says.
-    await this.kubeConfig.applyToHTTPSOptions(options);
+    // Credentials as the kubeconfig says (static ones for a DVM's kubeconfig; the operator's host
+    // kubeconfig may use a plugin). Their errors can quote a plugin's output or key material: the message
+    // that goes on (into conditions and the ledger) is a fixed one.
+    try {
+      await this.kubeConfig.applyToHTTPSOptions(options);
+    } catch {
+      throw new KubeApiError(`${action}: the kubeconfig's credentials could not be applied (details not shown)`, undefined, "CredentialError");
+    }
     let response: { status: number; text: string };
     try {
       response = await send(url, options, body);

@@ -8,6 +8,8 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../dvm/policy";
+import { policyEnv } from "../dvm/policyConfig";
 import { createLedgerClient, ensureLedgerTable } from "../ledger";
 import type { Logger } from "../log";
 import { runRelay } from "../relay/main";
@@ -31,6 +33,11 @@ export interface LocalControllerOptions {
   say?: (line: string) => void;
   /** Embedded clusters: "node" (real pods), "kwok" (fake pods), default "auto" (node where possible). */
   clusterMode?: ClusterMode | "auto";
+  /**
+   * The operator's migration policy handed to the phase function (admin namespaces, transfer image
+   * allow-list, default image); default: the function's own defaults (src/dvm/policyConfig.ts).
+   */
+  policy?: MigrationPolicy;
 }
 
 export interface LocalController {
@@ -38,6 +45,8 @@ export interface LocalController {
   hostKubeconfig: string;
   /** Set when the clusters are embedded. */
   embedded?: { mode: ClusterMode; destinationKubeconfig: string; demoManifest: string; arrivalsCommand?: string };
+  /** The migration policy the phase function runs with. */
+  policy: MigrationPolicy;
   dynamoEndpoint: string;
   ledgerTableName: string;
   lambdaEndpoint: string;
@@ -63,6 +72,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     // 1. Clusters.
     let hostKubeconfig = options.kubeconfig ?? process.env.KUBECONFIG;
     let embedded: LocalController["embedded"];
+    let policy: MigrationPolicy = options.policy ?? DEFAULT_MIGRATION_POLICY;
     if (!hostKubeconfig) {
       const clusters = await startEmbeddedClusters({ stateDir: options.stateDir, say, ...(options.clusterMode ? { mode: options.clusterMode } : {}) });
       stops.push(() => clusters.stop());
@@ -73,6 +83,8 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         demoManifest: clusters.demoManifest,
         ...(clusters.arrivalsCommand ? { arrivalsCommand: clusters.arrivalsCommand } : {}),
       };
+      // Node mode runs the image it built: it is the default, so the demo needs to name none.
+      if (clusters.transferImage && !options.policy) policy = { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: clusters.transferImage };
     }
 
     // The relay and the function read the host cluster from KUBECONFIG.
@@ -94,7 +106,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     // 3. The phase function behind the Lambda Invoke API.
     say("bundling the phase function and starting serverless-offline");
     const offline: ServerlessOffline = await startServerlessOffline({
-      env: { LEDGER_TABLE_NAME: ledgerTableName, KUBECONFIG: hostKubeconfig, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint },
+      env: { LEDGER_TABLE_NAME: ledgerTableName, KUBECONFIG: hostKubeconfig, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint, ...policyEnv(policy) },
       logFile: join(options.stateDir, "logs", "phase-function.log"),
     });
     stops.push(() => offline.stop());
@@ -117,6 +129,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
 
     return {
       hostKubeconfig,
+      policy,
       ...(embedded ? { embedded } : {}),
       dynamoEndpoint,
       ledgerTableName,

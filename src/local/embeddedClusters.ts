@@ -27,6 +27,8 @@ export interface EmbeddedClusters {
   demoManifest: string;
   /** Node mode: a shell command that lists the demo's files as they arrive on the destination. */
   arrivalsCommand?: string;
+  /** Node mode: the transfer image built here (the controller makes it the default). */
+  transferImage?: string;
   stop(): Promise<void>;
 }
 
@@ -103,8 +105,9 @@ async function startNodeMode(options: EmbeddedClustersOptions): Promise<Embedded
     const arrivalsCommand = `watch -n1 'for v in ${arrivals}/*/; do printf "%s  %s files\\n" "$(du -sh "$v" | cut -f1)" "$(find "$v" -type f | wc -l)"; done'`;
     return {
       mode: "node",
-      ...writeFiles(options.stateDir, source.kubeConfig(), destination.kubeConfig(), { transferImage: images.transferImage, endpointType: "NodePort" }),
+      ...writeFiles(options.stateDir, source.kubeConfig(), destination.kubeConfig(), { endpointType: "NodePort", runAsRoot: true }),
       arrivalsCommand,
+      transferImage: images.transferImage,
       stop: nodes.stop,
     };
   } catch (error) {
@@ -140,7 +143,7 @@ async function seedDemo(source: KubeConfig, destination: KubeConfig, options: { 
     .catch(exists);
 }
 
-function writeFiles(stateDir: string, source: KubeConfig, destination: KubeConfig, extra: { transferImage?: string; endpointType?: string }) {
+function writeFiles(stateDir: string, source: KubeConfig, destination: KubeConfig, extra: { endpointType?: string; runAsRoot?: boolean }) {
   mkdirSync(stateDir, { recursive: true });
   const hostKubeconfig = join(stateDir, "source.kubeconfig");
   const destinationKubeconfig = join(stateDir, "destination.kubeconfig");
@@ -159,7 +162,7 @@ spec:
   destinationCluster:
     kubeconfigSecretRef:
       name: destination-kubeconfig
-${extra.endpointType ? `  endpointType: ${extra.endpointType}\n` : ""}${extra.transferImage ? `  transferImage: ${extra.transferImage}\n  runAsRoot: true\n` : ""}  persistentVolumeClaims:
+${extra.endpointType ? `  endpointType: ${extra.endpointType}\n` : ""}${extra.runAsRoot ? "  runAsRoot: true            # keeps owners; allowed here because dvm-system is an admin namespace\n" : ""}  persistentVolumeClaims:
 ${claims}`,
   );
   return { hostKubeconfig, destinationKubeconfig, demoManifest };

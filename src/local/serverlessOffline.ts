@@ -9,6 +9,7 @@
  * AWS_ENDPOINT_URL_DYNAMODB (or AWS_ENDPOINT_URL) names. The whole process group is stopped by stop(),
  * or by the exit handlers of processes.ts if the parent ends first.
  */
+import { POLICY_ENV } from "../dvm/policyConfig";
 import { rmdirSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -77,6 +78,8 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   if (env.DVM_EVENTS_SINK) params.push(`eventsSink=${env.DVM_EVENTS_SINK}`);
   if (env.DVM_EVENTS_HTTP_URL) params.push(`eventsHttpUrl=${env.DVM_EVENTS_HTTP_URL}`);
   if (env.DVM_EVENTS_HTTP_MODE) params.push(`eventsHttpMode=${env.DVM_EVENTS_HTTP_MODE}`);
+  // The migration policy: serverless.yml's params carry POLICY_ENV's keys as names.
+  for (const [param, variable] of Object.entries(POLICY_ENV)) if (env[variable]) params.push(`${param}=${env[variable]}`);
 
   const child = spawnLogged({
     name: "serverless-offline",

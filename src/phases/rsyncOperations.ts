@@ -41,7 +41,7 @@ export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: numbe
     namespace: pair.from.namespace,
     labels: { ...transferLabels(ctx.dvm, CLIENT_ROLE), [LABEL.volume]: pair.id, [LABEL.attempt]: String(attempt) },
     ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
-    ...(ctx.spec.transferImage ? { image: ctx.spec.transferImage } : {}),
+    image: ctx.transferImage,
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: clientSecretName(ctx, pair),
     runAsRoot: ctx.spec.runAsRoot ?? false,

@@ -20,7 +20,7 @@ export function serverPodFor(ctx: PhaseContext, namespace: string) {
     namespace,
     labels: transferLabels(ctx.dvm, SERVER_ROLE),
     ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
-    ...(ctx.spec.transferImage ? { image: ctx.spec.transferImage } : {}),
+    image: ctx.transferImage,
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: names.rsyncServerSecret,
     runAsRoot: ctx.spec.runAsRoot ?? false,

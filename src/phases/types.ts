@@ -37,6 +37,8 @@ export interface PhaseContext {
   clusters: MigrationClusters;
   /** The volumes to move, in transfer direction (already swapped for a rollback). */
   volumes: VolumePair[];
+  /** The image of the transfer pods, as the operator's migration policy allows (src/dvm/policy.ts). */
+  transferImage: string;
   /** The ledger attempt number of this execution (a fencing token; 1 on the first). */
   attempt: number;
   clock: Clock;

@@ -13,7 +13,7 @@ import { backoffDelay, type BackoffOptions } from "./backoff";
 import { describeError, ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
 import { objectKey, ownerUidOf, parseObservedDvm, type ObservedDvm } from "./observed";
 import { WorkQueue, DEFAULT_CONCURRENCY } from "./queue";
-import { dvmLister, dvmPath, OWNED_SELECTOR, podVersionLister, POD_PATH, progressPath, progressVersionLister } from "./resources";
+import { dvmLister, dvmPath, OWNED_SELECTOR, podVersionLister, POD_PATH, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
 import { followUpAfter, forwardDelay, isTerminalPhase, type LastForward } from "./schedule";
 import type { RelayTransport } from "./transport";
 
@@ -167,7 +167,7 @@ export class Relay {
           name,
           kubeConfig: cluster.kubeConfig,
           path: POD_PATH,
-          labelSelector: OWNED_SELECTOR,
+          labelSelector: TRANSFER_POD_SELECTOR,
           list: podVersionLister(cluster.kubeConfig),
           onList: (_items, initial) => this.onOwnedList(name, initial),
           onEvent: (type, object) => this.onOwnedEvent(cluster.name, "pod", type, object),

@@ -11,6 +11,12 @@ import type { ListResult } from "./listWatch";
 
 /** Only objects a migration created carry the uid label; the selector asks for its presence. */
 export const OWNED_SELECTOR = LABEL.dvmUid;
+/**
+ * Pods: only the transfer pods (uid label and transfer=true). RBAC cannot grant pods by label, so the
+ * relay's role still allows listing every pod; the selector is what keeps other pods out of its watch
+ * (docs/security.md).
+ */
+export const TRANSFER_POD_SELECTOR = `${LABEL.dvmUid},${LABEL.transfer}=true`;
 
 const PAGE_SIZE = 500;
 
@@ -69,7 +75,7 @@ export function progressVersionLister(kubeConfig: KubeConfig, namespace: string 
 export function podVersionLister(kubeConfig: KubeConfig): () => Promise<ListResult> {
   const api = kubeConfig.makeApiClient(CoreV1Api);
   return async () => {
-    const list = await api.listPodForAllNamespaces({ limit: 1, labelSelector: OWNED_SELECTOR });
+    const list = await api.listPodForAllNamespaces({ limit: 1, labelSelector: TRANSFER_POD_SELECTOR });
     return resultOf({ metadata: { resourceVersion: list.metadata?.resourceVersion } }, []);
   };
 }

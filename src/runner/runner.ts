@@ -9,6 +9,7 @@
  */
 import { systemClock, type Clock } from "../clock";
 import { CONDITION, setCondition } from "../dvm/conditions";
+import { DEFAULT_MIGRATION_POLICY, formatViolation, policyViolations, transferImageFor, type MigrationPolicy } from "../dvm/policy";
 import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
 import { parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
@@ -34,6 +35,8 @@ export interface RunnerOptions {
   leaseMs?: number;
   /** Cap of the exponential backoff after transient errors. */
   maxRetryDelayMs?: number;
+  /** What a DVM may reference (src/dvm/policy.ts); default DEFAULT_MIGRATION_POLICY. */
+  policy?: MigrationPolicy;
   /** Called after every invocation, for metrics and outgoing events. */
   onResult?: (result: RunResult, stats: RunStats, dvm: { namespace: string; name: string; uid: string }) => void;
 }
@@ -53,6 +56,7 @@ export class PhaseRunner {
   private readonly log: Logger;
   private readonly leaseMs: number;
   private readonly maxRetryDelayMs: number;
+  private readonly policy: MigrationPolicy;
 
   constructor(private readonly options: RunnerOptions) {
     this.bodies = options.bodies ?? PHASE_BODIES;
@@ -60,6 +64,7 @@ export class PhaseRunner {
     this.log = options.log ?? silentLogger;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
+    this.policy = options.policy ?? DEFAULT_MIGRATION_POLICY;
   }
 
   async run(request: ReconcileRequest): Promise<RunResult> {
@@ -170,9 +175,13 @@ export class PhaseRunner {
     log: Logger,
   ): Promise<PhaseContext> {
     const inFailure = position.itinerary === "VolumeMigrationFailed";
-    if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map((i) => `${i.field}: ${i.message}`));
-    // An invalid spec on the failure itinerary: nothing was created from it, so there is nothing to clean.
-    const spec: DvmSpec = parsed.ok ? parsed.spec : { persistentVolumeClaims: [] };
+    if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map(formatViolation));
+    // The policy is checked before anything is read or created for the DVM (its Secrets included).
+    const violations = parsed.ok ? policyViolations(fresh.metadata.namespace, parsed.spec, this.policy) : [];
+    if (violations.length > 0 && !inFailure) throw new MigrationInputError(violations.map(formatViolation));
+    // An invalid or refused spec on the failure itinerary: nothing was created from it, so there is
+    // nothing to clean, and its references are not followed.
+    const spec: DvmSpec = parsed.ok && violations.length === 0 ? parsed.spec : { persistentVolumeClaims: [] };
     let clusters: MigrationClusters;
     try {
       clusters = await this.options.clusters.resolve(fresh.metadata.namespace, spec);
@@ -194,6 +203,7 @@ export class PhaseRunner {
       phase: position.phase,
       clusters,
       volumes: volumePairs(spec, position.itinerary === "VolumeMigrationFailed" ? "VolumeMigration" : position.itinerary),
+      transferImage: transferImageFor(spec, this.policy),
       attempt: claim.attempt,
       clock: this.clock,
       log,

@@ -4,6 +4,7 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Clock } from "../clock";
+import type { MigrationPolicy } from "../dvm/policy";
 import { KubeDvmStore } from "../kube/dvmStore";
 import { SecretClusterResolver } from "../kube/resolver";
 import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "../ledger";
@@ -22,6 +23,8 @@ export interface PhaseRunnerConfig {
   log?: Logger;
   leaseMs?: number;
   bodies?: Record<ExecutablePhaseName, PhaseBody>;
+  /** What a DVM may reference; default DEFAULT_MIGRATION_POLICY (src/dvm/policy.ts). */
+  policy?: MigrationPolicy;
   onResult?: RunnerOptions["onResult"];
 }
 
@@ -40,5 +43,6 @@ export function createPhaseRunner(config: PhaseRunnerConfig): PhaseRunner {
     ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}),
     ...(config.bodies ? { bodies: config.bodies } : {}),
     ...(config.onResult ? { onResult: config.onResult } : {}),
+    ...(config.policy ? { policy: config.policy } : {}),
   });
 }

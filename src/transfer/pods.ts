@@ -17,7 +17,11 @@ import { moduleNameFor } from "./rsyncd";
 import { STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT, type PvcRef } from "./secrets";
 import { stunnelSidecarScript } from "./stunnel";
 
-export const DEFAULT_TRANSFER_IMAGE = "quay.io/konveyor/rsync-transfer:latest";
+/**
+ * The transfer image when the operator sets none (DVM_DEFAULT_TRANSFER_IMAGE, src/dvm/policyConfig.ts).
+ * Pinned to a release: a moving tag would let whoever controls the tag change what runs next to the data.
+ */
+export const DEFAULT_TRANSFER_IMAGE = "quay.io/konveyor/rsync-transfer:release-1.7.0";
 
 /**
  * What a root rsync needs and nothing more: CHOWN/FOWNER to set owners, modes and times on files it
@@ -66,7 +70,7 @@ export interface TransferPodOptions {
   namespace: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  /** Default quay.io/konveyor/rsync-transfer:latest. */
+  /** Default DEFAULT_TRANSFER_IMAGE; the phases pass the one the migration policy chose. */
   image?: string;
   imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
   /** The Secret built by serverTransferSecretData / clientTransferSecretData. */

@@ -16,7 +16,7 @@ import { buildTimingReport, checkWellFormedXml, countElementsWithClass, type Tim
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, type MigrationFixture } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -65,7 +65,7 @@ function startDvm(args: string[], options: { tty?: boolean; env?: NodeJS.Process
 const dvm = (...args: string[]) => startDvm(args).done;
 
 function runner() {
-  return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, leaseMs: 30_000 });
+  return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY });
 }
 
 /** The fixture's first PVC as --pvc flags. */

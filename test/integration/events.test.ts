@@ -32,7 +32,7 @@ import type { PhaseBody } from "../../src/phases/types";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, requestFor, type MigrationFixture } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
 
 const available = inject("clusters") && dynamoEndpoint();
 const run = `ev${Date.now().toString(36)}`;
@@ -108,7 +108,7 @@ describe.skipIf(!available)("outgoing events of a migration", () => {
       flushes.push({ ms: performance.now() - started, result });
       return result;
     };
-    const runner = createPhaseRunnerWithEvents({ hostKubeConfig: clusters!.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000 }, events);
+    const runner = createPhaseRunnerWithEvents({ hostKubeConfig: clusters!.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY }, events);
     return { runner, events, metrics, flushes };
   }
 

@@ -51,7 +51,7 @@ import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const K8S_DIR = join(ROOT, "infra", "k8s");
@@ -508,7 +508,7 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
       const spec = { ...fixture.spec, destinationCluster: { kubeconfigSecretRef: { name: "destination-restricted" } }, deleteProgressReportingCRs: true };
       const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "restricted", spec);
 
-      const runner = createPhaseRunner({ hostKubeConfig: phaseFunctions.kc, ledgerTableName: table.tableName, dynamo: table.client, bodies: PHASE_BODIES, leaseMs: 30_000 });
+      const runner = createPhaseRunner({ hostKubeConfig: phaseFunctions.kc, ledgerTableName: table.tableName, dynamo: table.client, bodies: PHASE_BODIES, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY });
       // A refused call is retried by the runner forever: stop at the first one, naming it.
       const strict = {
         run: async (request: ReconcileRequest): Promise<RunResult> => {

@@ -15,7 +15,7 @@ import type { PhaseBody } from "../../src/phases/types";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { CreationCounter, createDvm, createMigrationFixture, driveToCompletion, leftovers, readDvm, requestFor, type MigrationFixture } from "../support/migration";
+import { CreationCounter, createDvm, createMigrationFixture, driveToCompletion, leftovers, readDvm, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 
 const clusters = testClusters();
@@ -35,7 +35,7 @@ function countedBodies(): { bodies: Bodies; entered: Map<string, number> } {
 }
 
 function runnerWith(bodies: Bodies) {
-  return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000 });
+  return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY });
 }
 
 

@@ -140,11 +140,12 @@ class Fixture {
     await this.custom.deleteNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: this.namespace, plural: DVM_PLURAL, name });
   }
 
-  async createOwnedPod(name: string, uid: string): Promise<void> {
+  /** A pod labelled as a transfer pod of `uid` (or, with transfer false, only with the uid label). */
+  async createOwnedPod(name: string, uid: string, transfer = true): Promise<void> {
     await this.core.createNamespacedPod({
       namespace: this.namespace,
       body: {
-        metadata: { name, labels: { [LABEL.dvmUid]: uid } },
+        metadata: { name, labels: { [LABEL.dvmUid]: uid, ...(transfer ? { [LABEL.transfer]: "true" } : {}) } },
         spec: { containers: [{ name: "c", image: "example.invalid/rsync:latest" }] },
       },
     });
@@ -252,11 +253,14 @@ describe("relay against a real API server", () => {
     const stranger = randomUUID();
     await dst.createOwnedPod("rsync-client", dvm.uid);
     await dst.createOwnedPod("someone-elses", stranger);
+    // Not a transfer pod: outside the relay's pod watch (its selector), so it drives nothing.
+    await dst.createOwnedPod("not-transfer", dvm.uid, false);
     await eventually(() => expect(transport.for(dvm.uid).some((r) => /^pod .*rsync-client .*@destination$/.test(r.reason ?? ""))).toBe(true));
 
     await fx.createOwnedProgress("progress", dvm.uid);
     await eventually(() => expect(transport.for(dvm.uid).some((r) => /^progress .*\/progress added/.test(r.reason ?? ""))).toBe(true));
     expect(transport.for(stranger)).toEqual([]);
+    expect(transport.for(dvm.uid).filter((r) => (r.reason ?? "").includes("not-transfer"))).toEqual([]);
     expect(transport.maxConcurrentPerUid).toBe(1);
   });
 

@@ -1,23 +1,32 @@
 /**
- * No secret ever reaches a log line, a status or a progress record: a full migration runs on the real
- * stack with debug logging, then every captured line is scanned for the rsync password, every private
- * key and the clusters' credentials.
+ * No secret ever reaches a log line, a status, a progress record, a Kubernetes Event, an outgoing
+ * CloudEvent or the ledger: a full migration runs on the real stack (relay, phase function under
+ * serverless-offline sending its CloudEvents to an HTTP sink in this test, DynamoDB Local) with debug
+ * logging, then everything it produced is scanned for the rsync password, every private key and the
+ * clusters' credentials.
  */
 import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DVMP_PLURAL, DVM_GROUP, DVM_VERSION } from "../../src/dvm/types";
+import { DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
 import { jsonLogger } from "../../src/log";
 import { LABEL, transferNames } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
+import { testDynamoClient } from "../support/dynamo";
 import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
 
 const clusters = testClusters();
 const run = `sec${Date.now().toString(36)}`;
 const relayLines: string[] = [];
+/** Every CloudEvent the phase function sent (headers and body of each request). */
+const cloudEvents: string[] = [];
+let sink: Server;
 let fixture: MigrationFixture;
 let controller: LocalController;
 
@@ -35,17 +44,39 @@ function decoded(secret: { data?: Record<string, string> }): string[] {
 
 beforeAll(async () => {
   fixture = await createMigrationFixture(clusters, run);
-  // Debug logging everywhere: the more is printed, the more a leak would show.
-  Object.assign(process.env, { POWERTOOLS_LOG_LEVEL: "DEBUG", LOG_LEVEL: "debug" });
+  sink = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      cloudEvents.push(`${JSON.stringify(req.headers)}\n${Buffer.concat(chunks).toString("utf8")}`);
+      res.writeHead(202).end();
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  // Debug logging everywhere: the more is printed, the more a leak would show. The function sends its
+  // CloudEvents to the sink (serverless-offline passes these on as serverless.yml params).
+  Object.assign(process.env, {
+    POWERTOOLS_LOG_LEVEL: "DEBUG",
+    LOG_LEVEL: "debug",
+    DVM_EVENTS_SINK: "http",
+    DVM_EVENTS_HTTP_URL: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/events`,
+  });
   controller = await startTestController(clusters, fixture, "secrets", jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)));
 });
 
 afterAll(async () => {
   await controller?.stop();
+  await new Promise((resolve) => sink?.close(resolve));
+  for (const name of ["DVM_EVENTS_SINK", "DVM_EVENTS_HTTP_URL"]) delete process.env[name];
 });
 
+/** Every core/v1 Event on one cluster, whoever wrote it (the API server, kwok, the controller). */
+async function kubernetesEvents(kc: typeof clusters.source): Promise<unknown[]> {
+  return (await kc.makeApiClient(CoreV1Api).listEventForAllNamespaces({})).items;
+}
+
 describe("secrets", () => {
-  it("appear in no log line, status or progress record of a whole migration", async () => {
+  it("appear in no log line, status, progress record, Kubernetes Event, CloudEvent or ledger entry of a whole migration", async () => {
     const core = clusters.source.makeApiClient(CoreV1Api);
     const created = await createDvm(clusters.source, fixture.dvmNamespace, "secret-scan", fixture.spec);
     const names = transferNames(created.metadata);
@@ -72,13 +103,25 @@ describe("secrets", () => {
     const functionLog = readFileSync(controller.functionLogFile, "utf8");
     expect(functionLog).toMatch(/"phase":"RunRsyncOperations"/); // the function's own structured lines are there
     const records = await clusters.source.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: fixture.dvmNamespace, plural: DVMP_PLURAL });
+    const events = [...(await kubernetesEvents(clusters.source)), ...(await kubernetesEvents(clusters.destination))];
+    // The ledger: every entry of the DVM, lastError included.
+    const ledger = await new DynamoPhaseLedger({ client: testDynamoClient(), tableName: controller.ledgerTableName }).history(created.metadata.uid);
     const haystacks: Record<string, string> = {
       "relay log": relayLines.join("\n"),
       "function log": functionLog,
       "DVM status": JSON.stringify(done.status),
       "progress records": JSON.stringify(records),
+      "Kubernetes Events": JSON.stringify(events),
+      "CloudEvents": cloudEvents.join("\n"),
+      ledger: JSON.stringify(ledger),
     };
     expect(relayLines.length).toBeGreaterThan(10);
+    // Each source was really collected: a scan of nothing proves nothing.
+    // Events are scanned as listed: the controller writes none, and with kwok as the kubelet neither
+    // does anything else; a cluster with real kubelets (node mode) adds theirs to the scan unchanged.
+    expect(Array.isArray(events)).toBe(true);
+    expect(cloudEvents.some((e) => e.includes("io.dvm-serverless.migration.succeeded.v1"))).toBe(true);
+    expect(ledger.filter((e) => e.state === "COMPLETED").length).toBeGreaterThanOrEqual(15);
     for (const [where, text] of Object.entries(haystacks)) {
       for (const needle of needles) {
         // Short excerpts too: a truncated key is still a leak.

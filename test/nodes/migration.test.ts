@@ -13,6 +13,7 @@ import { promisify } from "node:util";
 import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
+import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
@@ -34,7 +35,15 @@ let runner: PhaseRunner;
 
 beforeAll(async () => {
   table = await freshLedgerTable();
-  runner = createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, leaseMs: 120_000 });
+  // The operator's policy as node mode sets it: dvm-system is the admin namespace, the image built here
+  // is the default transfer image.
+  runner = createPhaseRunner({
+    hostKubeConfig: clusters.source,
+    ledgerTableName: table.tableName,
+    dynamo: table.client,
+    leaseMs: 120_000,
+    policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage },
+  });
   await ensureNamespace(clusters.source, ADMIN_NAMESPACE);
   await clusters.source
     .makeApiClient(CoreV1Api)
@@ -67,7 +76,7 @@ async function seededVolumes(prefix: string, volumes: { name: string; bytes: num
 const TO_DESTINATION = { destinationCluster: { kubeconfigSecretRef: { name: `destination-${run}` } } };
 
 async function migrate(name: string, spec: Record<string, unknown>, during?: () => Promise<void>) {
-  const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, { transferImage: nodes.transferImage, ...spec });
+  const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, spec);
   await Promise.all([driveToCompletion(runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 }), during?.()]);
   return readDvm(clusters.source, ADMIN_NAMESPACE, name);
 }
@@ -211,7 +220,7 @@ describe("faults on real pods", () => {
     const { claims } = await seededVolumes("cancel", [{ name: "slow", bytes: 800 * MiB, files: 50 }]);
     const claim = claims[0]!;
     const name = `cancel-${run}`;
-    const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, { transferImage: nodes.transferImage, ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true });
+    const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true });
     // Drive it until its client pod runs (the data is moving), then cancel it as a user would.
     for (let step = 0; step < 600; step++) {
       const result = await runner.run(requestFor(dvm));

@@ -6,9 +6,15 @@ import { startLocalController, type LocalController } from "../../src/local/cont
 import type { Logger } from "../../src/log";
 import type { TestClusters } from "./clusters";
 import { dynamoEndpoint } from "./dynamo";
-import type { MigrationFixture } from "./migration";
+import { TEST_MIGRATION_POLICY, type MigrationFixture } from "./migration";
+import type { MigrationPolicy } from "../../src/dvm/policy";
 
-export async function startTestController(clusters: TestClusters, fixture: MigrationFixture, name: string, log: Logger): Promise<LocalController> {
+export interface TestControllerOptions {
+  /** The operator's migration policy for the phase function; default TEST_MIGRATION_POLICY. */
+  policy?: MigrationPolicy;
+}
+
+export async function startTestController(clusters: TestClusters, fixture: MigrationFixture, name: string, log: Logger, options: TestControllerOptions = {}): Promise<LocalController> {
   const dynamo = dynamoEndpoint();
   if (!dynamo) throw new Error("DynamoDB is not part of this run");
   // The controller and the function it starts read the ledger's endpoint from the environment.
@@ -20,5 +26,6 @@ export async function startTestController(clusters: TestClusters, fixture: Migra
     ledgerTableName: `dvm-${name}-${fixture.run}`,
     stateDir: mkdtempSync(join(tmpdir(), `dvm-${name}-`)),
     log,
+    policy: options.policy ?? TEST_MIGRATION_POLICY,
   });
 }

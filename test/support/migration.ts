@@ -13,6 +13,13 @@ import { LABEL, transferSelector } from "../../src/phases/names";
 import type { PhaseRunner } from "../../src/runner/runner";
 import type { ReconcileRequest, RunResult } from "../../src/runner/request";
 import type { TestClusters } from "./clusters";
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
+
+/**
+ * The harness's operator policy: the fixture's DVMs live in `dvm-<run>` and move PVCs across namespaces,
+ * as an admin's would, so "dvm-*" are admin namespaces here. Tests of the policy itself use others.
+ */
+export const TEST_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["dvm-system", "dvm-*"] };
 
 export interface MigrationFixture {
   run: string;

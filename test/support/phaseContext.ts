@@ -1,5 +1,6 @@
 /** A PhaseContext over fake clusters, for unit tests of phase decisions. */
 import type { ItineraryName, PhaseName } from "../../src/dvm/itinerary";
+import { DEFAULT_MIGRATION_POLICY, transferImageFor } from "../../src/dvm/policy";
 import { parseDvmSpec, type DvmStatus } from "../../src/dvm/types";
 import { silentLogger } from "../../src/log";
 import type { PhaseContext } from "../../src/phases/types";
@@ -27,6 +28,7 @@ export function fakeContext(
     phase: options.phase ?? "Started",
     clusters: { host, source, destination, sameCluster: options.sameCluster ?? false },
     volumes: volumePairs(parsed.spec, itinerary),
+    transferImage: transferImageFor(parsed.spec, DEFAULT_MIGRATION_POLICY),
     attempt: 1,
     clock: { now: () => now },
     log: silentLogger,

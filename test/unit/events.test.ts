@@ -22,7 +22,7 @@ import {
   PHASE_COMPLETED,
   PhaseCompletedDataSchema,
 } from "../../src/events/schema";
-import { parseSourceAllowList } from "../../src/events/sources";
+import { eventBridgeSourceMatch, parseSourceAllowList } from "../../src/events/sources";
 import { createTrigger } from "../../src/events/trigger";
 import type { CreateResult, MigrationStore, NewMigration } from "../../src/events/migrationStore";
 
@@ -218,7 +218,7 @@ describe("the DVM name of an event", () => {
 describe("the source allow-list", () => {
   it("matches exact sources and prefixes ending in *", () => {
     const list = parseSourceAllowList(" https://ci.example.com/* ,urn:dvm:tests,, ");
-    expect(list.allowsAll).toBe(false);
+    expect(list.refusesAll).toBe(false);
     expect(list.patterns).toEqual(["https://ci.example.com/*", "urn:dvm:tests"]);
     expect(list.allows("https://ci.example.com/pipelines/7")).toBe(true);
     expect(list.allows("urn:dvm:tests")).toBe(true);
@@ -226,9 +226,18 @@ describe("the source allow-list", () => {
     expect(list.allows("https://ci.example.org/")).toBe(false);
   });
 
-  it("allows everything when empty", () => {
-    for (const text of [undefined, "", " , "]) expect(parseSourceAllowList(text).allowsAll).toBe(true);
-    expect(parseSourceAllowList("").allows("anything")).toBe(true);
+  it("refuses everything when empty: accepting any source must be written out as *", () => {
+    for (const text of [undefined, "", " , "]) {
+      expect(parseSourceAllowList(text).refusesAll).toBe(true);
+      expect(parseSourceAllowList(text).allows("anything")).toBe(false);
+    }
+    expect(parseSourceAllowList("*").allows("anything")).toBe(true);
+  });
+
+  it("gives the trigger's EventBridge rule the same list: disabled when empty, any for *, else exact and prefix", () => {
+    expect(eventBridgeSourceMatch(parseSourceAllowList(""))).toBe("none");
+    expect(eventBridgeSourceMatch(parseSourceAllowList("urn:a,*"))).toBe("any");
+    expect(eventBridgeSourceMatch(parseSourceAllowList("https://ci.example.com/*,urn:a"))).toEqual([{ prefix: "https://ci.example.com/" }, "urn:a"]);
   });
 });
 

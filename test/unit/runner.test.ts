@@ -6,6 +6,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { EXECUTABLE_PHASES, ITINERARIES, type ExecutablePhaseName, type PhaseName } from "../../src/dvm/itinerary";
 import { findCondition } from "../../src/dvm/conditions";
+import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import type { ClusterResolver } from "../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../src/phases/types";
 import { PhaseRunner } from "../../src/runner/runner";
@@ -14,7 +15,8 @@ import { FakeCluster } from "../support/fakeCluster";
 import { MemoryLedger } from "../support/memoryLedger";
 import { MemoryDvmStore } from "../support/memoryStore";
 
-const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+/** In the DVM's own namespace (MemoryDvmStore's), which the default migration policy allows. */
+const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
 
 type Bodies = Record<ExecutablePhaseName, PhaseBody>;
 
@@ -211,6 +213,40 @@ describe("PhaseRunner", () => {
     expect(status.itinerary).toBe("VolumeMigrationFailed");
     expect(status.errors?.[0]).toMatch(/^spec\.persistentVolumeClaims\[0\]\.targetStorageClass: /);
     expect(executions.get("Started")).toBeUndefined();
+  });
+
+  it("refuses what the migration policy forbids before any body runs or any Secret is resolved, naming each field", async () => {
+    store = new MemoryDvmStore({
+      ...SPEC,
+      runAsRoot: true,
+      destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "kube-system" } },
+      persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], namespace: "other-team" }],
+    });
+    const resolved: unknown[] = [];
+    const host = new FakeCluster("host");
+    resolver = { resolve: async (_ns, spec) => (resolved.push(spec), { host, source: host, destination: host, sameCluster: true }) };
+    const { bodies, executions } = countingBodies();
+    await drive(runner(bodies));
+    const status = store.current().status;
+    expect(status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationFailed" });
+    expect(status.errors).toEqual([
+      expect.stringMatching(/^spec\.persistentVolumeClaims\[0\]\.namespace: must be the DVM's namespace "openshift-migration"/),
+      expect.stringMatching(/^spec\.destinationCluster\.kubeconfigSecretRef\.namespace: /),
+      expect.stringMatching(/^spec\.runAsRoot: only DVMs in an admin namespace/),
+    ]);
+    expect(findCondition(status.conditions, "Failed")).toMatchObject({ category: "Critical" });
+    expect(executions.get("Started")).toBeUndefined();
+    // The cleanup of a refused DVM follows none of its references.
+    expect(resolved).toEqual(resolved.map(() => ({ persistentVolumeClaims: [] })));
+  });
+
+  it("allows the same spec from an admin namespace the operator configured", async () => {
+    store = new MemoryDvmStore({ ...SPEC, runAsRoot: true, persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], namespace: "other-team" }] });
+    const { bodies, executions } = countingBodies();
+    const admin = new PhaseRunner({ store, ledger, clusters: resolver, bodies, clock, policy: { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["openshift-migration"] } });
+    await drive(admin);
+    expect(store.current().status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigration" });
+    expect(executions.get("Started")).toBe(1);
   });
 
   it("reports a DVM that is gone or was recreated under another uid", async () => {

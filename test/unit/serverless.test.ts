@@ -2,7 +2,8 @@
  * serverless.yml, checked through what it produces: `osls package` runs offline (dummy credentials)
  * for both function layouts, and the CloudFormation template and the zip are inspected. No services are
  * needed, but packaging bundles with esbuild: the hooks have a generous timeout. The per-phase layout is
- * packaged with its own EventBridge bus (eventBusName), so both the default bus and a named one are checked.
+ * packaged with its own EventBridge bus (eventBusName) and a trigger source allow-list, so both the default
+ * bus and a named one, an empty allow-list and a set one are checked.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -26,6 +27,21 @@ const PACKAGE_TIMEOUT_MS = 240_000;
 const TRIGGER = "TriggerLambdaFunction";
 /** The bus each layout is packaged with ("default" is the account's default bus: no EventBusName). */
 const BUS: Record<FunctionLayout, string> = { shared: "default", "per-phase": "dvm-events-ci" };
+/** The trigger's allowed sources each layout is packaged with (empty: the default, refuse everything). */
+const SOURCES: Record<FunctionLayout, string> = { shared: "", "per-phase": "https://ci.example.com/*,com.example.ci" };
+
+/**
+ * What each AWS API operation a bundle can call needs in IAM. The operations are read from the bundle
+ * itself (the SDK command classes esbuild kept), so a new call without its permission fails here.
+ */
+const ACTION_OF_OPERATION: Record<string, string> = {
+  UpdateItem: "dynamodb:UpdateItem",
+  Query: "dynamodb:Query",
+  GetParameter: "ssm:GetParameter",
+  PutEvents: "events:PutEvents",
+};
+/** The SDK's credential providers and DynamoDB endpoint discovery: bundled, never called in Lambda. */
+const NOT_CALLED_IN_LAMBDA = new Set(["AssumeRole", "AssumeRoleWithWebIdentity", "CreateToken", "GetRoleCredentials", "DescribeEndpoints"]);
 
 // CloudFormation JSON, read by path: typing every intrinsic function would only restate the template.
 type Json = Record<string, any>;
@@ -42,7 +58,11 @@ const scratch = mkdtempSync(join(tmpdir(), "dvm-sls-package-"));
  * would trip over each other.
  */
 async function osPackage(layout: FunctionLayout): Promise<Packaged> {
-  const params = [`--param=functionLayout=${layout}`, ...(BUS[layout] === "default" ? [] : [`--param=eventBusName=${BUS[layout]}`])];
+  const params = [
+    `--param=functionLayout=${layout}`,
+    ...(BUS[layout] === "default" ? [] : [`--param=eventBusName=${BUS[layout]}`]),
+    ...(SOURCES[layout] ? [`--param=triggerAllowedSources=${SOURCES[layout]}`] : []),
+  ];
   return packageService({ stage: STAGE, scratch, name: layout, params, timeoutMs: PACKAGE_TIMEOUT_MS });
 }
 
@@ -112,6 +132,38 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     }
   });
 
+  it("gives every function a role with exactly the calls its bundle makes, plus its logs and failure queue", () => {
+    const { resources, zip } = get(layout);
+    const bundles = readZip(zip);
+    const functions = ofType(resources, "AWS::Lambda::Function");
+    for (const [id, fn] of functions) {
+      const bundle = bundles.get(`${fn.Properties.Handler.replace(/\.handler$/, "")}.cjs`)!.toString("utf8");
+      const operations = sdkOperations(bundle).filter((op) => !NOT_CALLED_IN_LAMBDA.has(op));
+      for (const op of operations) expect(ACTION_OF_OPERATION[op], `${id} calls ${op}: add its IAM action to this test and the role`).toBeDefined();
+      const onFailure = ofType(resources, "AWS::Lambda::EventInvokeConfig").find(([, c]) => c.Properties.FunctionName.Ref === id)?.[1].Properties.DestinationConfig?.OnFailure;
+      const expected = [...operations.map((op) => ACTION_OF_OPERATION[op]!), ...(onFailure ? ["sqs:SendMessage"] : [])];
+      const role = resources[fn.Properties.Role["Fn::GetAtt"][0]];
+      const granted = statementsOf(role).flatMap((s) => [s.Action].flat() as string[]).filter((a) => !a.startsWith("logs:"));
+      expect([...new Set(granted)].sort(), id).toEqual([...new Set(expected)].sort());
+    }
+    // One role per kind of function: the phase functions share the one their identical code needs.
+    const roles = new Map(functions.map(([id, fn]) => [id, fn.Properties.Role["Fn::GetAtt"][0] as string]));
+    expect(roles.get(TRIGGER)).toBe("TriggerRole");
+    for (const [id] of phaseFunctionsOf(resources)) expect(roles.get(id)).toBe("IamRoleLambdaExecution");
+  });
+
+  it("keeps the trigger away from the ledger and the phase functions' kubeconfig", () => {
+    const { resources } = get(layout);
+    const statements = statementsOf(resources.TriggerRole);
+    const actions = statements.flatMap((s) => [s.Action].flat() as string[]);
+    expect(actions.filter((a) => a.startsWith("dynamodb:") || a.startsWith("events:") || a.startsWith("lambda:"))).toEqual([]);
+    const parameters = statements.filter((s) => [s.Action].flat().includes("ssm:GetParameter")).map((s) => JSON.stringify(s.Resource));
+    expect(parameters).toHaveLength(1);
+    expect(parameters[0]).toContain(`":parameter","/${SERVICE}/${STAGE}/trigger-kubeconfig"`);
+    expect(statements.find((s) => [s.Action].flat().includes("sqs:SendMessage"))?.Resource).toEqual(getAtt("TriggerFailureQueue"));
+    expect(statements.find((s) => [s.Action].flat().includes("logs:PutLogEvents"))?.Resource).toEqual(getAtt("TriggerLogGroup"));
+  });
+
   it("grants the functions only the ledger table, the kubeconfig parameter, the queue, the event bus and their logs", () => {
     const { resources } = get(layout);
     const role = resources.IamRoleLambdaExecution;
@@ -131,11 +183,10 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(byAction.get("dynamodb:UpdateItem")).toEqual(getAtt("LedgerTable"));
     expect(byAction.get("dynamodb:Query")).toEqual(getAtt("LedgerTable"));
     expect(byAction.get("sqs:SendMessage")).toEqual(getAtt("PhaseFailureQueue"));
-    // Exactly the two kubeconfig parameters: the phase functions' and the trigger's.
+    // Exactly the phase functions' kubeconfig parameter: the trigger's is its own role's.
     const parameters = byAction.get("ssm:GetParameter") as unknown[];
-    expect(parameters).toHaveLength(2);
+    expect(parameters).toHaveLength(1);
     expect(JSON.stringify(parameters[0])).toContain(`":parameter","/${SERVICE}/${STAGE}/host-kubeconfig"`);
-    expect(JSON.stringify(parameters[1])).toContain(`":parameter","/${SERVICE}/${STAGE}/trigger-kubeconfig"`);
     // Log groups are the only resources named by pattern: this service and stage's own.
     for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
       expect(JSON.stringify(byAction.get(action))).toContain(`log-group:/aws/lambda/${SERVICE}-${STAGE}*:`);
@@ -167,7 +218,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       ...ofType(resources, "AWS::IAM::ManagedPolicy").map(([, r]) => r.Properties.PolicyDocument),
       ...ofType(resources, "AWS::IAM::Policy").map(([, r]) => r.Properties.PolicyDocument),
     ] as Json[];
-    expect(ofType(resources, "AWS::IAM::Role").map(([id]) => id).sort()).toEqual(["IamRoleLambdaExecution", "RelayRole"]);
+    expect(ofType(resources, "AWS::IAM::Role").map(([id]) => id).sort()).toEqual(["IamRoleLambdaExecution", "RelayRole", "TriggerRole"]);
     for (const statement of documents.flatMap((d) => d.Statement as Json[])) {
       for (const action of [statement.Action].flat() as string[]) expect(action, JSON.stringify(statement)).not.toContain("*");
       for (const resource of [statement.Resource].flat()) {
@@ -193,20 +244,37 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       FunctionName: `${SERVICE}-${STAGE}-trigger`,
       Handler: "functions/trigger.handler",
       Runtime: "nodejs22.x",
-      Role: getAtt("IamRoleLambdaExecution"),
+      Role: getAtt("TriggerRole"),
     });
     // Below the HTTP API's 30 s integration limit.
     expect(trigger.Properties.Timeout).toBeLessThanOrEqual(29);
     expect(trigger.Properties.Environment.Variables).toMatchObject({
       POWERTOOLS_SERVICE_NAME: "dvm-trigger",
-      TRIGGER_ALLOWED_SOURCES: "",
+      TRIGGER_ALLOWED_SOURCES: SOURCES[layout],
       // Its own identity (infra/k8s/trigger-rbac.yaml): the phase functions' may not create DVMs.
       DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
     });
     // Outgoing events are the phase functions' business.
     expect(trigger.Properties.Environment.Variables.DVM_EVENTS_SINK).toBeUndefined();
+  });
+
+  it("keeps trigger events that still fail after Lambda's retries, or that EventBridge cannot deliver, in the trigger's failure queue", () => {
+    const { resources } = get(layout);
+    expect(resources.TriggerFailureQueue).toMatchObject({ Type: "AWS::SQS::Queue", Properties: { MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true } });
     const [config] = ofType(resources, "AWS::Lambda::EventInvokeConfig").filter(([, c]) => c.Properties.FunctionName.Ref === TRIGGER);
-    expect(config?.[1].Properties).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 });
+    expect(config?.[1].Properties).toMatchObject({
+      Qualifier: "$LATEST",
+      MaximumRetryAttempts: 2,
+      MaximumEventAgeInSeconds: 3600,
+      DestinationConfig: { OnFailure: { Destination: getAtt("TriggerFailureQueue") } },
+    });
+    const [[, rule]] = ofType(resources, "AWS::Events::Rule") as [[string, Json]];
+    expect(rule.Properties.Targets).toEqual([expect.objectContaining({ DeadLetterConfig: { Arn: getAtt("TriggerFailureQueue") } })]);
+    // EventBridge may send to the queue for this rule only.
+    const [statement] = resources.TriggerFailureQueuePolicy.Properties.PolicyDocument.Statement as Json[];
+    expect(statement).toMatchObject({ Effect: "Allow", Principal: { Service: "events.amazonaws.com" }, Action: "sqs:SendMessage", Resource: getAtt("TriggerFailureQueue") });
+    const ruleArn = JSON.stringify(statement!.Condition.ArnEquals["aws:SourceArn"]);
+    expect(ruleArn).toContain(BUS[layout] === "default" ? `:rule/${rule.Properties.Name}"` : `:rule/${BUS[layout]}/${rule.Properties.Name}"`);
   });
 
   it("routes POST /migrations of the HTTP API to the trigger, behind IAM authorization", () => {
@@ -225,7 +293,16 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     const rules = ofType(resources, "AWS::Events::Rule");
     expect(rules).toHaveLength(1);
     const [, rule] = rules[0]!;
-    expect(rule.Properties.EventPattern).toEqual({ "detail-type": [MIGRATION_REQUESTED] });
+    if (SOURCES[layout] === "") {
+      // An empty allow-list refuses everything: the rule exists but delivers nothing.
+      expect(rule.Properties.State).toBe("DISABLED");
+      expect(rule.Properties.EventPattern).toEqual({ "detail-type": [MIGRATION_REQUESTED] });
+    } else {
+      // The allowed sources, as EventBridge's own source or the wrapped CloudEvent's.
+      const sources = [{ prefix: "https://ci.example.com/" }, "com.example.ci"];
+      expect(rule.Properties.State).toBe("ENABLED");
+      expect(rule.Properties.EventPattern).toEqual({ "detail-type": [MIGRATION_REQUESTED], $or: [{ source: sources }, { detail: { source: sources } }] });
+    }
     expect(rule.Properties.Targets).toEqual([expect.objectContaining({ Arn: getAtt(TRIGGER) })]);
     const buses = ofType(resources, "AWS::Events::EventBus");
     if (BUS[layout] === "default") {
@@ -271,6 +348,16 @@ describe("the deployment package", () => {
     }
   });
 });
+
+function statementsOf(role: Json): Json[] {
+  return role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement) as Json[];
+}
+
+/** The AWS API operations whose SDK command classes a minified bundle holds (`class extends f(a,b,"Op",c){}`). */
+function sdkOperations(bundle: string): string[] {
+  const found = bundle.matchAll(/class extends [\w$]+\([\w$]+,[\w$]+,"([A-Za-z]+)",[\w$]+\)\{\}/g);
+  return [...new Set([...found].map((m) => m[1]!))].sort();
+}
 
 /** The entries of a zip file (stored or deflated), from its central directory. */
 function readZip(zip: Buffer): Map<string, Buffer> {

@@ -137,6 +137,27 @@ describe("the trigger", () => {
     if (status === 500) expect(JSON.stringify(reply.body)).not.toContain("User");
   });
 
+  it("refuses every event, creating nothing, when the allow-list is empty (or not given)", async () => {
+    for (const allowedSources of [parseSourceAllowList(""), parseSourceAllowList(" , "), undefined]) {
+      const store = new MemoryStore();
+      let loads = 0;
+      const trigger = createTrigger({ store: async () => (loads++, store), ...(allowedSources ? { allowedSources } : {}) });
+      const http = await trigger.handleHttp(HTTP.structured(requested()) as never);
+      expect(http).toMatchObject({ status: 403, body: { error: "source not allowed", field: "source" } });
+      const bridge = await trigger.handleEventBridge({ version: "0", id: "e-1", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: { namespace: "migrations", spec: {} } });
+      expect(bridge).toMatchObject({ status: 403, body: { field: "source" } });
+      expect(store.objects.size).toBe(0);
+      expect(loads).toBe(0);
+    }
+  });
+
+  it("refuses an event from a source outside the allow-list, creating nothing", async () => {
+    const { trigger, store } = withStore();
+    const reply = await trigger.handleHttp(HTTP.structured(requested({ source: "https://intruder.example.org/x" })) as never);
+    expect(reply).toMatchObject({ status: 403, body: { field: "source" } });
+    expect(store.objects.size).toBe(0);
+  });
+
   it("does not load the kubeconfig for an event it refuses", async () => {
     let loads = 0;
     const trigger = createTrigger({ store: async () => (loads++, new MemoryStore()) });
@@ -174,7 +195,7 @@ describe("the trigger function's adapter", () => {
   const setup = () => {
     const store = new MemoryStore();
     const metrics = new MetricsRecorder();
-    const handle = createTriggerHandler({ trigger: createTrigger({ store: async () => store }), log: capturingLogger(), metrics });
+    const handle = createTriggerHandler({ trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") }), log: capturingLogger(), metrics });
     return { store, metrics, handle };
   };
 
@@ -223,10 +244,10 @@ describe("the trigger function's adapter", () => {
 });
 
 describe("triggerFromEnv", () => {
-  it("warns once, when built, that an empty allow-list accepts every source", () => {
+  it("warns once, when built, that an empty allow-list refuses every event", () => {
     const log = capturingLogger();
     triggerFromEnv({}, log);
-    expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty")]);
+    expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused")]);
     const quiet = capturingLogger();
     triggerFromEnv({ TRIGGER_ALLOWED_SOURCES: "urn:a" }, quiet);
     expect(quiet.lines).toEqual([]);

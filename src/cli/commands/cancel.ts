@@ -5,6 +5,7 @@
  * this DVM is held before it deletes the transfer objects by this DVM's uid on both clusters.
  * Migrated data (destination namespaces and PVCs) is left alone.
  */
+import { DEFAULT_MIGRATION_POLICY } from "../../dvm/policy";
 import type { Command } from "commander";
 import { parseDvmSpec, DVM_API_VERSION, DVM_PLURAL } from "../../dvm/types";
 import { resourcePath } from "../../kube/rest";
@@ -57,6 +58,8 @@ async function cancel(ctx: CliContext, name: string, options: { timeout: string 
     phase: "CleanupAfterFailure",
     clusters: itinerary === "VolumeMigrationRollback" ? { ...clusters, source: clusters.destination, destination: clusters.source } : clusters,
     volumes: volumePairs(parsed.spec, itinerary),
+    // Cleanup creates no pod: the image is never used.
+    transferImage: DEFAULT_MIGRATION_POLICY.defaultTransferImage,
     attempt: 0,
     clock: { now: () => ctx.io.now() },
     log: silentLogger,

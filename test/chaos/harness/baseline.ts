@@ -8,6 +8,7 @@
  * A stale replay hands it the DVM as it was one write behind: the read a lagging informer serves to a
  * trigger that arrives between the write and the cache update (mig-controller#1026).
  */
+import { DEFAULT_MIGRATION_POLICY, transferImageFor } from "../../../src/dvm/policy";
 import { systemClock } from "../../../src/clock";
 import { setCondition } from "../../../src/dvm/conditions";
 import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
@@ -176,6 +177,7 @@ export class BaselineController implements Target {
       phase: position.phase,
       clusters,
       volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
+      transferImage: transferImageFor(spec, DEFAULT_MIGRATION_POLICY),
       attempt: 1,
       clock: systemClock,
       log: silentLogger,

@@ -4,6 +4,7 @@
  * invocation may be handed a stale DVM to serve as its first read (the lagging cache of the upstream
  * bug), to show that the guarantee does not rest on the read being fresh.
  */
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
@@ -13,6 +14,9 @@ import { DynamoPhaseLedger } from "../../../src/ledger";
 import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { countedBodies, invocationScope, type BodyHooks } from "./bodies";
+
+/** The chaos DVMs live in "cx-…" namespaces and move PVCs across namespaces, as an admin's would. */
+const CHAOS_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["cx-*"] };
 
 export interface OurRunnerOptions {
   hostKubeConfig: KubeConfig;
@@ -54,6 +58,7 @@ export function buildOurRunner(options: OurRunnerOptions): OurRunner {
     bodies: countedBodies(options.hooks),
     leaseMs: options.leaseMs,
     maxRetryDelayMs: 2_000,
+    policy: CHAOS_MIGRATION_POLICY,
   });
   return {
     async invoke(request, staleDvm) {

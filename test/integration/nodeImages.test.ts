@@ -89,7 +89,8 @@ describe("node images", () => {
     await new Promise<void>((resolve) => mirror.listen(0, "127.0.0.1", resolve));
     const { port } = mirror.address() as AddressInfo;
     try {
-      const env = { ...process.env, DVM_CACHE_DIR: scratchCache, DVM_DEBIAN_MIRROR: `http://127.0.0.1:${port}/debian` };
+      const url = `http://127.0.0.1:${port}`;
+      const env = { ...process.env, DVM_CACHE_DIR: scratchCache, DVM_DEBIAN_MIRROR: `${url}/debian`, DVM_DEBIAN_SECURITY_MIRROR: `${url}/debian-security` };
       const attempt = ensureNodeImages({ env, onProgress: () => {} });
       await expect(attempt).rejects.toBeInstanceOf(NodeImagesError);
       await expect(attempt).rejects.toThrow(/transfer-debootstrap: FAILED[\s\S]*(signed by unknown key|Invalid Release signature)/);

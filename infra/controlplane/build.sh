@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds, once, the real control-plane binaries the tests and `npm start` use when no cluster is
-# configured: kube-apiserver, etcd and kwok (a fake kubelet). kind needs Docker; this needs only Go.
-# Idempotent: a binary whose version stamp matches is reused. Output: the bin dir, printed last on stdout
-# (progress goes to stderr). First build: about 8 minutes on 2 cores (kube-apiserver is most of it).
+# Builds, once, the real Kubernetes binaries the tests and `npm start` use when no cluster is configured:
+# etcd, kube-apiserver and kwok (a fake kubelet) for kwok mode, and kubelet, kube-controller-manager,
+# kube-scheduler and kube-proxy for node mode (real pods; images come from infra/nodes/images.sh).
+# kind needs Docker; this needs only Go. Idempotent: a binary whose version stamp matches is reused.
+# Output: the bin dir, printed last on stdout (progress goes to stderr). First build on 2 cores: about
+# 8 minutes for kube-apiserver, then about 3 more for the node binaries (same module set, shared build cache).
 # Concurrent runs (a developer and CI, two terminals) wait for each other instead of racing.
 set -euo pipefail
 
@@ -11,8 +13,13 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE_ROOT="${DVM_CACHE_DIR:-$HOME/.cache/dvm-controlplane}"
 BIN="$CACHE_ROOT/bin"
+# All from one k8s.io/kubernetes release and one module set, so they agree with each other.
+KUBE_COMPONENTS=(kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy)
 
-say() { printf '[controlplane] %s\n' "$*" >&2; }
+# shellcheck disable=SC2034 # read by build-steps.sh
+STEP_PREFIX=controlplane STEP_LOG_DIR="$CACHE_ROOT"
+# shellcheck source=infra/lib/build-steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/build-steps.sh"
 
 if ! command -v go >/dev/null 2>&1; then
   say "Go is not installed, so the local control plane cannot be built."
@@ -22,51 +29,61 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 mkdir -p "$BIN"
+# Static binaries throughout; kubelet too builds and runs without cgo on Linux.
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$CACHE_ROOT/.build.lock"
-  flock -n 9 || { say "another build is running; waiting for it"; flock 9; }
-fi
-
-# Runs a build step quietly; on failure shows its output (the last lines), so errors are not swallowed.
-run_logged() {
-  local what="$1"; shift
-  local log="$CACHE_ROOT/build-$what.log" start=$SECONDS
-  if ! "$@" >"$log" 2>&1; then
-    say "$what: FAILED; last lines of $log:"
-    tail -n 40 "$log" >&2
-    exit 1
-  fi
-  say "$what: done in $((SECONDS - start)) s"
-}
+take_lock "$CACHE_ROOT/.build.lock"
 
 stamp_ok() { [ -x "$BIN/$1" ] && [ "$(cat "$BIN/$1.version" 2>/dev/null)" = "$2" ]; }
 stamp() { echo "$2" > "$BIN/$1.version"; }
 
-build_kube_apiserver() {
-  if stamp_ok kube-apiserver "$KUBE_VERSION"; then say "kube-apiserver $KUBE_VERSION: cached"; return; fi
-  local work="$CACHE_ROOT/src/kube-$KUBE_VERSION" minor="v0.${KUBE_VERSION#v1.}"
+# The throwaway module every Kubernetes component builds from. k8s.io/kubernetes requires its staging
+# modules at v0.0.0 with local replaces; pin each to the matching published release instead (derived
+# from that release's own go.mod, so it tracks new ones). Tidied again only when the component list
+# changes: .tidied holds the tools.go it was tidied for, written after a successful tidy.
+prepare_kube_module() {
+  local work="$1" minor="v0.${KUBE_VERSION#v1.}" tools component gomod
+  tools=$(
+    printf 'package tools\n\nimport (\n'
+    for component in "${KUBE_COMPONENTS[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$component"; done
+    printf ')\n'
+  )
+  if [ -f "$work/.tidied" ] && [ "$(cat "$work/.tidied")" = "$tools" ]; then return; fi
   mkdir -p "$work"
-  say "kube-apiserver $KUBE_VERSION: resolving staging modules (first build takes several minutes)"
-  local gomod
+  say "kubernetes $KUBE_VERSION: resolving staging modules"
   gomod=$(cd "$work" && { [ -f go.mod ] || go mod init kubebuild >/dev/null 2>&1; } && go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@$KUBE_VERSION")
   {
     echo "module kubebuild"
     echo "go 1.26"
     echo "require k8s.io/kubernetes $KUBE_VERSION"
-    # k8s.io/kubernetes requires its staging modules at v0.0.0 with local replaces; pin each to the
-    # matching published release instead (derived from that release's own go.mod, so it tracks new ones).
     grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/' "$gomod" | awk -v v="$minor" '{print "replace " $1 " => " $1 " " v}'
   } > "$work/go.mod"
-  echo 'package tools
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"' > "$work/tools.go"
-  say "kube-apiserver $KUBE_VERSION: downloading modules"
-  run_logged kube-apiserver-modules sh -c "cd '$work' && go mod tidy"
-  say "kube-apiserver $KUBE_VERSION: compiling (the long part)"
-  run_logged kube-apiserver sh -c "cd '$work' && go build -trimpath -ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor#v0.}' -o '$BIN/kube-apiserver.tmp' k8s.io/kubernetes/cmd/kube-apiserver"
-  mv "$BIN/kube-apiserver.tmp" "$BIN/kube-apiserver"
-  stamp kube-apiserver "$KUBE_VERSION"
+  echo "$tools" > "$work/tools.go"
+  rm -f "$work/.tidied"
+  say "kubernetes $KUBE_VERSION: downloading modules"
+  run_logged kube-modules sh -c "cd '$work' && go mod tidy"
+  echo "$tools" > "$work/.tidied"
+}
+
+# One `go build` for every component not yet cached: they share most packages, so one invocation
+# compiles each shared package once and links the binaries in parallel.
+build_kube_components() {
+  local work="$CACHE_ROOT/src/kube-$KUBE_VERSION" minor="v0.${KUBE_VERSION#v1.}" out="$BIN/.kube-build"
+  local component missing=() packages=()
+  for component in "${KUBE_COMPONENTS[@]}"; do
+    if stamp_ok "$component" "$KUBE_VERSION"; then say "$component $KUBE_VERSION: cached"; else missing+=("$component"); fi
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  prepare_kube_module "$work"
+  for component in "${missing[@]}"; do packages+=("k8s.io/kubernetes/cmd/$component"); done
+  rm -rf "$out" && mkdir -p "$out"
+  say "${missing[*]} $KUBE_VERSION: compiling (the long part: kube-apiserver about 8 minutes, the node binaries about 3 more)"
+  run_logged kube-components sh -c "cd '$work' && go build -trimpath -ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor#v0.}' -o '$out/' ${packages[*]}"
+  for component in "${missing[@]}"; do
+    mv "$out/$component" "$BIN/$component"
+    stamp "$component" "$KUBE_VERSION"
+  done
+  rm -rf "$out"
 }
 
 build_etcd() {
@@ -91,6 +108,6 @@ build_kwok() {
 
 build_etcd
 build_kwok
-build_kube_apiserver
+build_kube_components
 say "ready in $BIN"
 echo "$BIN"

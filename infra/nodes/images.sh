@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Builds, once, the two container images that node mode runs, with no registry anywhere:
 #   localhost/dvm-pause:<pause version>-<recipe>          Kubernetes' own build/pause/linux/pause.c, static
-#   localhost/dvm-transfer:<suite>-rsync-<version>-<recipe>   Debian minbase + rsync, stunnel4, openssl
+#   localhost/dvm-transfer:<suite>-rsync-<version>-<recipe>   Debian minbase + rsync, stunnel4, openssl,
+#                                                              with the suite's -updates and -security fixes
 # Each is an OCI image layout made by umoci, tarred for
 #   ctr -n k8s.io images import --base-name localhost/dvm-pause    <pause tar>
 #   ctr -n k8s.io images import --base-name localhost/dvm-transfer <transfer tar>
 # (the tag comes from the layout's ref name). Idempotent: an image whose recipe hash matches is reused;
 # a changed recipe gets a new tag and a rebuild. Older builds stay (other checkouts may still use them).
-# Progress goes to stderr. stdout: the pause tar, the transfer tar, then last the path of images.env
-# (DVM_PAUSE_IMAGE, DVM_PAUSE_TAR, DVM_TRANSFER_IMAGE, DVM_TRANSFER_TAR), read by src/local/nodes/images.ts.
+# The fixes are those of the day of the build: delete the cache (or change the recipe) to take newer ones.
+# Progress goes to stderr. stdout: the pause tar, the transfer tar, then last the path of the manifest
+# images-<recipes>.env (DVM_PAUSE_IMAGE, DVM_PAUSE_TAR, DVM_TRANSFER_IMAGE, DVM_TRANSFER_TAR), read by
+# src/local/nodes/images.ts. Mirrors: the ones apt uses here; DVM_DEBIAN_MIRROR and
+# DVM_DEBIAN_SECURITY_MIRROR override them.
 # First build: about 3 minutes (debootstrap is most of it); cached: well under a second.
 # Building needs root, debootstrap, umoci, gcc with a static libc, and Go (for the k8s.io/kubernetes
 # module); without them it says what to install in one line and exits 2. A cached run needs none of them.
@@ -19,7 +23,6 @@ DEBIAN_SUITE="${DVM_DEBIAN_SUITE:-bookworm}"
 TRANSFER_PACKAGES="rsync,stunnel4,openssl"
 CACHE_ROOT="${DVM_CACHE_DIR:-$HOME/.cache/dvm-controlplane}"
 IMAGES="$CACHE_ROOT/images"
-MANIFEST="$IMAGES/images.env"
 PAUSE_NAME=localhost/dvm-pause
 TRANSFER_NAME=localhost/dvm-transfer
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -49,11 +52,21 @@ pause_config() { # TAG
     --config.label=org.opencontainers.image.title=dvm-pause --config.label=org.opencontainers.image.version="$1"
 }
 
-make_transfer_rootfs() { # ROOTFS MIRROR
+make_transfer_rootfs() { # ROOTFS MIRROR SECURITY_MIRROR
   # The archive keyring and --force-check-gpg: the mirror is plain http, so every package is checked
   # against Debian's signed Release file, and an unsigned or tampered archive stops the build.
   debootstrap --variant=minbase --include="$TRANSFER_PACKAGES" --components=main \
     --keyring="$ARCHIVE_KEYRING" --force-check-gpg "$DEBIAN_SUITE" "$1" "$2"
+  # debootstrap installs from one suite; the fixes since the last point release (OpenSSL's, rsync's)
+  # are in -updates and -security. apt checks them against the keyring the image itself now holds.
+  printf 'deb %s %s main\n' "$2" "$DEBIAN_SUITE" "$2" "$DEBIAN_SUITE-updates" "$3" "$DEBIAN_SUITE-security" \
+    >"$1/etc/apt/sources.list"
+  # No service may start inside the build (stunnel4 ships an init script).
+  printf '#!/bin/sh\nexit 101\n' >"$1/usr/sbin/policy-rc.d"
+  chmod 0755 "$1/usr/sbin/policy-rc.d"
+  chroot "$1" /usr/bin/env -i PATH="$IMAGE_PATH" DEBIAN_FRONTEND=noninteractive \
+    sh -c 'apt-get update && apt-get -y upgrade'
+  rm -f "$1/usr/sbin/policy-rc.d"
 }
 
 trim_transfer_rootfs() { # ROOTFS
@@ -78,6 +91,13 @@ trim_transfer_rootfs() { # ROOTFS
   [[ -e "$r/usr/bin/stunnel" ]] || ln -s stunnel4 "$r/usr/bin/stunnel"
 }
 
+transfer_tag() { # RSYNC_PACKAGE_VERSION
+  local version="${1#*:}" # no epoch
+  version="${version%%-*}" # no Debian revision
+  version="${version%%[+~]*}" # no repack suffix (3.5.0+ds1): "+" is not allowed in a tag
+  echo "$DEBIAN_SUITE-rsync-$version-$TRANSFER_RECIPE"
+}
+
 transfer_config() { # TAG
   echo --config.env=PATH="$IMAGE_PATH" --config.user="$TRANSFER_USER" --config.workingdir=/ \
     --config.cmd=rsync --config.cmd=--version \
@@ -92,10 +112,13 @@ TRANSFER_COMMANDS="sh bash rsync stunnel openssl cat chmod rm sleep touch"
 # they read. Any change gives a new tag, so a node never runs a stale image under a current name.
 recipe_hash() { printf '%s\n' "$@" | sha256sum | cut -c1-12; }
 PAUSE_RECIPE=$(recipe_hash "$(declare -f make_pause_rootfs pause_config)" "$KUBE_VERSION" "$PAUSE_USER")
-TRANSFER_RECIPE=$(recipe_hash "$(declare -f make_transfer_rootfs trim_transfer_rootfs transfer_config)" \
+TRANSFER_RECIPE=$(recipe_hash "$(declare -f make_transfer_rootfs trim_transfer_rootfs transfer_tag transfer_config)" \
   "$DEBIAN_SUITE" "$TRANSFER_PACKAGES" "$IMAGE_PATH" "$TRANSFER_USER" "$TRANSFER_COMMANDS")
 PAUSE_DIR="$IMAGES/pause-$PAUSE_RECIPE"
 TRANSFER_DIR="$IMAGES/transfer-$TRANSFER_RECIPE"
+# One manifest per pair of recipes: checkouts with different recipes share the cache, and each must
+# read its own images.
+MANIFEST="$IMAGES/images-$PAUSE_RECIPE-$TRANSFER_RECIPE.env"
 
 # --- the steps ---
 
@@ -120,13 +143,12 @@ preflight() {
   fi
 }
 
-# The Debian mirror this machine's apt uses for the suite (deb822 .sources or one-line .list files),
-# so debootstrap goes where apt goes; DVM_DEBIAN_MIRROR overrides it.
+# debian_mirror SUITE DEFAULT: the mirror this machine's apt uses for SUITE (deb822 .sources or
+# one-line .list files), so the build goes where apt goes; DEFAULT when apt names none.
 debian_mirror() {
-  if [[ -n "${DVM_DEBIAN_MIRROR:-}" ]]; then echo "$DVM_DEBIAN_MIRROR"; return; fi
   local found
   found=$(
-    { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v suite="$DEBIAN_SUITE" -v RS= '
+    { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v suite="$1" -v RS= '
         { uri = ""; ok = 0
           for (i = 1; i <= NF; i++) {
             if ($i == "URIs:") uri = $(i + 1)
@@ -134,11 +156,11 @@ debian_mirror() {
           }
           if (ok && uri != "") print uri }'
       # "deb [options] URI SUITE COMPONENTS...": drop the options, then URI is $2 and SUITE $3.
-      cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk -v suite="$DEBIAN_SUITE" '
+      cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk -v suite="$1" '
         $1 == "deb" { sub(/\[[^]]*\]/, ""); $0 = $0; if ($3 == suite) print $2 }'
     } | head -n 1
   )
-  echo "${found:-http://deb.debian.org/debian}"
+  echo "${found:-$2}"
 }
 
 mounts_under() { awk -v p="$1/" 'index($2 "/", p) == 1 { print $2 }' /proc/self/mounts | sort -r; }
@@ -224,6 +246,8 @@ check_transfer() {
 # image is never taken for a finished one.
 finish() {
   local dest="$1" ref="$2" layout="$3" staged="$WORK/staged"
+  # What containerd's reference parser accepts; anything else would fail only at import time.
+  [[ "${ref##*:}" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || { say "not a valid image tag: ${ref##*:}"; return 1; }
   rm -rf "$staged" && mkdir -p "$staged"
   tar -C "$layout" -cf "$staged/image.tar" .
   echo "$ref" >"$staged/image.ref"
@@ -253,17 +277,15 @@ build_pause() {
 }
 
 build_transfer() {
-  local start=$SECONDS mirror version tag dir="$WORK/transfer"
-  mirror=$(debian_mirror)
+  local start=$SECONDS mirror security tag dir="$WORK/transfer"
+  mirror=${DVM_DEBIAN_MIRROR:-$(debian_mirror "$DEBIAN_SUITE" http://deb.debian.org/debian)}
+  security=${DVM_DEBIAN_SECURITY_MIRROR:-$(debian_mirror "$DEBIAN_SUITE-security" http://deb.debian.org/debian-security)}
   mkdir -p "$dir"
-  say "transfer: debootstrap $DEBIAN_SUITE + $TRANSFER_PACKAGES from $mirror (about 2.5 minutes)"
-  run_logged transfer-debootstrap make_transfer_rootfs "$dir/rootfs" "$mirror"
+  say "transfer: debootstrap $DEBIAN_SUITE + $TRANSFER_PACKAGES from $mirror, then its updates (about 3 minutes)"
+  run_logged transfer-debootstrap make_transfer_rootfs "$dir/rootfs" "$mirror" "$security"
   unmount_under "$dir"
   trim_transfer_rootfs "$dir/rootfs"
-  version=$(dpkg-query --admindir="$dir/rootfs/var/lib/dpkg" -W -f='${Version}' rsync)
-  version=${version#*:}
-  version=${version%%-*}
-  tag="$DEBIAN_SUITE-rsync-$version-$TRANSFER_RECIPE"
+  tag=$(transfer_tag "$(dpkg-query --admindir="$dir/rootfs/var/lib/dpkg" -W -f='${Version}' rsync)")
   say "transfer: root file system $(du -sh "$dir/rootfs" | cut -f1) after trimming; packing it with umoci"
   # shellcheck disable=SC2046 # the config flags are words without spaces
   run_logged transfer-image package_image "$dir" "$tag" $(transfer_config "$tag")

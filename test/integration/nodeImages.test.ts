@@ -3,16 +3,19 @@
  * 3 minutes on a fresh machine), then served from the cache in well under a second. Beyond the
  * manifest, both archives are imported into a real, throwaway containerd and run with runc, as the
  * node harness will run them: the references come out exactly as named, the transfer image has what
- * the transfer pods run and starts as its non-root default user, and pause answers -v.
+ * the transfer pods run and starts as its non-root default user, and pause answers -v. A mirror whose
+ * Release file is not signed by Debian stops the build.
  * Needs root, containerd and runc (Debian's packages); it fails, never skips, without them.
  */
 import { execFile } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureNodeImages, importBaseName, NodeImagesUnavailableError, type NodeImages } from "../../src/local/nodes/images";
+import { ensureNodeImages, importBaseName, NodeImagesError, NodeImagesUnavailableError, type NodeImages } from "../../src/local/nodes/images";
 import { spawnLogged, stopProcess, tailFile } from "../../src/local/processes";
 import { waitFor } from "../../src/local/wait";
 
@@ -71,6 +74,34 @@ describe("node images", () => {
 
       expect((await ctr("run", "--rm", images.pauseImage, "pause-check", "/pause", "-v")).trim()).toMatch(/^pause\.c v3\.\d+\.\d+-v1\.\d+\.\d+$/);
     });
+  });
+
+  it("refuse a Debian archive whose Release file is not signed by Debian (the mirror is plain http)", async () => {
+    const scratchCache = mkdtempSync(join(tmpdir(), "dvm-node-images-mirror-"));
+    const requested: string[] = [];
+    const release = readFileSync(join(import.meta.dirname, "..", "support", "fixtures", "InRelease.untrusted-key"));
+    // A mirror on loopback that an attacker controls: its InRelease is signed, but by a key of its own.
+    const mirror = createServer((request, response) => {
+      requested.push(request.url ?? "");
+      if (request.url?.endsWith("/dists/bookworm/InRelease")) response.end(release);
+      else response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => mirror.listen(0, "127.0.0.1", resolve));
+    const { port } = mirror.address() as AddressInfo;
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      const env = { ...process.env, DVM_CACHE_DIR: scratchCache, DVM_DEBIAN_MIRROR: `${url}/debian`, DVM_DEBIAN_SECURITY_MIRROR: `${url}/debian-security` };
+      const attempt = ensureNodeImages({ env, onProgress: () => {} });
+      await expect(attempt).rejects.toBeInstanceOf(NodeImagesError);
+      await expect(attempt).rejects.toThrow(/transfer-debootstrap: FAILED[\s\S]*(signed by unknown key|Invalid Release signature)/);
+      expect(requested).toContain("/debian/dists/bookworm/InRelease");
+      // Nothing half-built is kept, nothing stays mounted.
+      expect(readdirSync(join(scratchCache, "images")).filter((name) => name.startsWith("transfer-") || name.startsWith(".work-"))).toEqual([]);
+      expect(mountsUnder(scratchCache)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => mirror.close(resolve));
+      rmSync(scratchCache, { recursive: true, force: true });
+    }
   });
 
   it("on a machine that cannot build them, fail with one line saying what to install (the caller then uses kwok mode)", async () => {

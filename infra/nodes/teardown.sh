@@ -54,7 +54,13 @@ for ns in $NETNS; do ip netns delete "$ns" 2>/dev/null; done
 # iproute2 bind-mounts /run/netns onto itself on first use; leave no mount once no namespace is left.
 if [ -d /run/netns ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ] && mountpoint -q /run/netns; then umount /run/netns 2>/dev/null; fi
 
-# 4. Anything still mounted under the state folder (nothing should be), then the folder.
+# 4. The cgroups containerd made for the containers ("k8s.io" in each hierarchy): only empty ones go,
+#    so another slot's running containers keep theirs.
+for hierarchy in /sys/fs/cgroup/*/k8s.io; do
+  [ -d "$hierarchy" ] && find "$hierarchy" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+
+# 5. Anything still mounted under the state folder (nothing should be), then the folder.
 grep -F " $state" /proc/self/mountinfo 2>/dev/null | awk '{print $5}' | sort -r | while read -r mnt; do umount -l "$mnt" 2>/dev/null; done
 rm -rf "$state"
 exit 0

@@ -84,6 +84,13 @@ export interface LeadershipStats {
   lastError?: string;
 }
 
+/**
+ * A standby reads the Lease this many times per retry period, so it sees the leader's last renewal
+ * within a fraction of a period and takes over within about lease duration + retry period / 4 of the
+ * leader's end (one more GET per fraction: cheap, it is one small object).
+ */
+const STANDBY_LOOKS_PER_RETRY_PERIOD = 4;
+
 type Attempt = { kind: "acquired"; sentAt: number } | { kind: "heldByOther"; holder: string; expiresInMs: number };
 
 export class LeaderElector {
@@ -172,8 +179,8 @@ export class LeaderElector {
         if (attempt.kind === "acquired") await this.renewed(attempt.sentAt);
         else {
           if (this.leading) this.stepDown(`the Lease is held by ${attempt.holder}`);
-          // Try again right when the holder's lease runs out, if that is before the next period.
-          nextInMs = Math.max(0, Math.min(nextInMs, attempt.expiresInMs));
+          // Look again soon, and right when the holder's lease runs out if that is sooner.
+          nextInMs = Math.max(0, Math.min(this.standbyLookMs(), attempt.expiresInMs));
         }
       } catch (error) {
         this.failures += 1;
@@ -181,9 +188,14 @@ export class LeaderElector {
         // The first failure after a success is news; the ones that follow are the same story.
         const report = this.failures === 1 ? this.log.warn : this.log.debug;
         report.call(this.log, "leader election attempt failed", { error: this.lastError, leading: this.leading, failures: this.failures });
+        if (!this.leading) nextInMs = this.standbyLookMs();
       }
       await this.sleep(nextInMs - (this.clock.now() - startedAt));
     }
+  }
+
+  private standbyLookMs(): number {
+    return Math.max(1, Math.round(this.timing.retryPeriodMs / STANDBY_LOOKS_PER_RETRY_PERIOD));
   }
 
   /** One round: read the Lease, and write ourselves in if it is ours, free or expired. */

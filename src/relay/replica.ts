@@ -10,8 +10,8 @@ import { Relay, RELAY_DEFAULTS, type RelayOptions, type RelayStats } from "./rel
 
 export type ReplicaRole = "leader" | "standby" | "only replica";
 
-/** What /healthz and /readyz report: the role, the election, and the relay's stats while it runs. */
-export type ReplicaStats = { role: ReplicaRole; leadership?: LeadershipStats; relay?: RelayStats };
+/** What /healthz and /readyz report: the role, the election, and the relay's own stats while it runs. */
+export type ReplicaStats = { role: ReplicaRole; leadership?: LeadershipStats } & Partial<RelayStats>;
 
 export interface ReplicaElection extends LeaderElectionTiming {
   store: LeaseStore;
@@ -76,7 +76,7 @@ export class RelayReplica {
     return {
       role: this.role(),
       ...(this.elector ? { leadership: this.elector.snapshot() } : {}),
-      ...(this.relay ? { relay: this.relay.stats() } : {}),
+      ...this.relay?.stats(),
     };
   }
 

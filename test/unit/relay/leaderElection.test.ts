@@ -4,67 +4,11 @@
  * are in test/integration/relayFailover.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { KubeApiError } from "../../../src/kube/errors";
 import { silentLogger } from "../../../src/log";
 import { LeaderElectionConfigError, LeaderElector, leaderElectionTimingProblem } from "../../../src/relay/leaderElection";
-import type { LeaseRecord, LeaseStore, StoredLease } from "../../../src/relay/leaseStore";
+import { Link, MemoryLease } from "../../support/memoryLease";
 
 const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 };
-
-/** One Lease, shared by the candidates; writes move its resourceVersion. */
-class MemoryLease {
-  lease: StoredLease | undefined;
-  private version = 0;
-
-  get(): StoredLease | undefined {
-    return this.lease && structuredClone(this.lease);
-  }
-
-  create(record: LeaseRecord): StoredLease {
-    if (this.lease) throw new KubeApiError("create Lease: already exists", 409, "AlreadyExists");
-    return this.write(record);
-  }
-
-  update(record: LeaseRecord, resourceVersion: string): StoredLease {
-    if (!this.lease) throw new KubeApiError("update Lease: not found", 404, "NotFound");
-    if (this.lease.resourceVersion !== resourceVersion) throw new KubeApiError("update Lease: conflict", 409, "Conflict");
-    return this.write(record);
-  }
-
-  private write(record: LeaseRecord): StoredLease {
-    this.version += 1;
-    this.lease = { record: structuredClone(record), resourceVersion: String(this.version) };
-    return structuredClone(this.lease);
-  }
-}
-
-/** One candidate's path to the Lease: it can be cut (calls fail) or frozen (calls never answer). */
-class Link implements LeaseStore {
-  readonly where = "ns/dvm-relay";
-  state: "up" | "cut" | "frozen" = "up";
-
-  constructor(private readonly lease: MemoryLease) {}
-
-  private call<T>(operation: () => T): Promise<T> {
-    if (this.state === "cut") return Promise.reject(new KubeApiError("connect ECONNREFUSED", undefined, undefined));
-    if (this.state === "frozen") return new Promise<T>(() => undefined);
-    try {
-      return Promise.resolve(operation());
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  get() {
-    return this.call(() => this.lease.get());
-  }
-  create(record: LeaseRecord) {
-    return this.call(() => this.lease.create(record));
-  }
-  update(record: LeaseRecord, resourceVersion: string) {
-    return this.call(() => this.lease.update(record, resourceVersion));
-  }
-}
 
 /** Who leads when, from the callbacks: the one record every test checks for overlaps. */
 class Timeline {

@@ -107,6 +107,12 @@ describe("health server", () => {
     expect(await get("/readyz")).toMatchObject({ status: 200, body: { stats: { forwarded: 7 } } });
     expect((await get("/nope")).status).toBe(404);
   });
+
+  it("reports the replica's role next to the status when given one", async () => {
+    server = await startHealthServer({ port: 0, host: "127.0.0.1", ready: () => true, role: () => "standby", stats: () => ({ role: "standby" }) });
+    const res = await fetch(`http://127.0.0.1:${server.port}/readyz`);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: "ready", role: "standby", stats: { role: "standby" } } });
+  });
 });
 
 describe("relay environment", () => {

@@ -129,14 +129,17 @@ export class LeaderElector {
     this.running = this.loop();
   }
 
-  /** Steps down (waiting for the work to stop), then releases the Lease so a standby takes over at once. */
+  /**
+   * Steps down at once (waiting for the work to stop), lets an attempt in flight end, then releases the
+   * Lease so a standby takes over at its next look instead of after the lease duration.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
-    await this.running;
     const wasLeading = this.leading;
     this.stepDown("stopping");
     await this.steppingDown;
+    await this.running;
     if (wasLeading) await this.release();
   }
 

@@ -4,7 +4,12 @@
  * 2. coalescing: many spec updates per DVM while forwards are slow, updates in vs forwards out, and
  *    the most forwards of one uid ever in flight at once (must be 1);
  * 3. a function that patches the status on every poll of a wait phase: forwards per second, which the
- *    relay holds to the phase's requeue delay instead of the API server's speed.
+ *    relay holds to the phase's requeue delay instead of the API server's speed;
+ * 4. failover between two relay replicas (real processes, src/relay/main.ts, leader election on a
+ *    Lease): the time from killing the leader (SIGKILL), or cutting it off from the API server, until
+ *    the standby forwards again, and how soon a cut-off leader stopped forwarding. The lease timings are
+ *    the production defaults unless DVM_BENCH_FAILOVER_LEASE_MS / _RENEW_MS / _RETRY_MS say otherwise;
+ *    DVM_BENCH_FAILOVER_TRIALS trials of each (default 3).
  * Figures only; nothing here is a pass/fail test.
  *
  *   npx tsx bench/relay.ts [dvms]
@@ -17,9 +22,13 @@ import { PHASES, PHASE_NAMES } from "../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
 import { startControlPlane, type ControlPlane } from "../src/local/controlPlane";
 import { silentLogger } from "../src/log";
+import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming } from "../src/relay/leaderElection";
 import { Relay } from "../src/relay/relay";
 import { InProcessTransport } from "../src/relay/transport";
 import type { ReconcileRequest, RunResult } from "../src/runner/request";
+import { CuttableProxy, proxiedKubeConfig } from "../test/support/cuttableProxy";
+import { RelayProcess } from "../test/support/relayProcess";
+import { envNumber } from "./env";
 
 export interface RelayBenchOptions {
   /** DVMs created for the latency figure. Default 200. */
@@ -29,6 +38,10 @@ export interface RelayBenchOptions {
   updatesPerDvm?: number;
   /** How long the self-patching function runs. Default 10 s. */
   hotLoopSeconds?: number;
+  /** Failover trials of each kind (leader killed, leader partitioned). Default 3; 0 skips them. */
+  failoverTrials?: number;
+  /** Lease timings of the failover trials. Default: the relay's defaults (LEADER_ELECTION_DEFAULTS). */
+  failoverTiming?: LeaderElectionTiming;
   log?: (line: string) => void;
 }
 
@@ -173,14 +186,93 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
       );
       await relay.stop();
     }
+
+    // 4. Failover between two replicas.
+    const trials = options.failoverTrials ?? 3;
+    if (trials > 0) {
+      const timing = options.failoverTiming ?? LEADER_ELECTION_DEFAULTS;
+      const killed: number[] = [];
+      const partitioned: number[] = [];
+      const steppedDown: number[] = [];
+      for (let trial = 0; trial < trials; trial++) {
+        killed.push((await failoverTrial(kubeConfig, await newNamespace(), createDvm, timing, "kill")).takeoverMs);
+        const cut = await failoverTrial(kubeConfig, await newNamespace(), createDvm, timing, "partition");
+        partitioned.push(cut.takeoverMs);
+        if (cut.steppedDownMs !== undefined) steppedDown.push(cut.steppedDownMs);
+      }
+      const summary = (values: number[]) => {
+        const sorted = [...values].sort((a, b) => a - b);
+        return `p50 ${(percentile(sorted, 50) / 1000).toFixed(2)} s, max ${(sorted.at(-1)! / 1000).toFixed(2)} s`;
+      };
+      const setting = `lease ${timing.leaseDurationMs / 1000} s, renew deadline ${timing.renewDeadlineMs / 1000} s, retry ${timing.retryPeriodMs / 1000} s`;
+      log(`failover, leader killed (SIGKILL), ${trials} trials (${setting}): the standby forwards again after ${summary(killed)} (aim: within ${(timing.leaseDurationMs + 1000) / 1000} s)`);
+      log(`failover, leader cut off from the API server, ${trials} trials: the standby forwards again after ${summary(partitioned)}; the cut-off leader stopped forwarding after ${summary(steppedDown)} (before the lease could expire for anyone else)`);
+    }
   } finally {
     await plane?.stop();
   }
 }
 
+/**
+ * One failover: replicas a (the leader, behind a cuttable proxy) and b (the standby), one live DVM;
+ * then a is killed or cut off. Returns the time from that moment until b's first forward (its
+ * list after taking over forwards the live DVM at once), and for a cut, until a stopped leading.
+ */
+async function failoverTrial(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  createDvm: (namespace: string, name: string) => Promise<string>,
+  timing: LeaderElectionTiming,
+  fault: "kill" | "partition",
+): Promise<{ takeoverMs: number; steppedDownMs?: number }> {
+  const proxy = await CuttableProxy.start(new URL(kubeConfig.getCurrentCluster()!.server));
+  const env = {
+    RELAY_NAMESPACE: namespace,
+    RELAY_LEASE_NAMESPACE: namespace,
+    RELAY_RESYNC_MS: "0",
+    RELAY_LEASE_DURATION_MS: String(timing.leaseDurationMs),
+    RELAY_LEASE_RENEW_DEADLINE_MS: String(timing.renewDeadlineMs),
+    RELAY_LEASE_RETRY_PERIOD_MS: String(timing.retryPeriodMs),
+  };
+  const replicas: RelayProcess[] = [];
+  const waitFor = async <T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> => {
+    const deadline = Date.now() + timing.leaseDurationMs * 4 + 60_000;
+    for (;;) {
+      const value = await check();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`failover bench: timed out waiting for ${what}\n${replicas.map((r) => r.transcript()).join("\n")}`);
+      await sleep(20);
+    }
+  };
+  try {
+    const a = await RelayProcess.start("relay-a", proxiedKubeConfig(kubeConfig, proxy.url), env);
+    replicas.push(a);
+    await waitFor("relay-a to lead", async () => ((await a.readyz()).role === "leader" ? true : undefined));
+    const b = await RelayProcess.start("relay-b", kubeConfig, env);
+    replicas.push(b);
+    await waitFor("relay-b to stand by", async () => ((await b.readyz()).status === 200 ? true : undefined));
+    await createDvm(namespace, "live");
+    await waitFor("relay-a to forward", () => a.lambda.invocations[0]);
+    const faultAt = Date.now();
+    if (fault === "kill") await a.kill("SIGKILL");
+    else proxy.cut();
+    const first = await waitFor("relay-b to forward", () => b.lambda.invocations[0]);
+    const stopped = fault === "partition" ? a.logged("stopped leading", faultAt) : undefined;
+    return { takeoverMs: first.at - faultAt, ...(stopped ? { steppedDownMs: Date.parse(stopped.timestamp) - faultAt } : {}) };
+  } finally {
+    await Promise.all(replicas.map((r) => r.dispose()));
+    await proxy.close();
+  }
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const dvms = process.argv[2] ? Number(process.argv[2]) : undefined;
-  runRelayBench(dvms ? { dvms } : {}).catch((error: unknown) => {
+  const failoverTiming: LeaderElectionTiming = {
+    leaseDurationMs: envNumber("DVM_BENCH_FAILOVER_LEASE_MS", LEADER_ELECTION_DEFAULTS.leaseDurationMs),
+    renewDeadlineMs: envNumber("DVM_BENCH_FAILOVER_RENEW_MS", LEADER_ELECTION_DEFAULTS.renewDeadlineMs),
+    retryPeriodMs: envNumber("DVM_BENCH_FAILOVER_RETRY_MS", LEADER_ELECTION_DEFAULTS.retryPeriodMs),
+  };
+  runRelayBench({ ...(dvms ? { dvms } : {}), failoverTrials: envNumber("DVM_BENCH_FAILOVER_TRIALS", 3), failoverTiming }).catch((error: unknown) => {
     console.error(error);
     process.exitCode = 1;
   });

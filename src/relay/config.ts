@@ -2,7 +2,9 @@
  * The relay Deployment's settings, from its environment. Every variable is checked here, once, and a
  * bad one stops the process with a message that names it.
  */
+import { hostname } from "node:os";
 import { z } from "zod";
+import { LEADER_ELECTION_DEFAULTS, leaderElectionTimingProblem, type LeaderElectionTiming } from "./leaderElection";
 
 export class RelayConfigError extends Error {
   override readonly name = "RelayConfigError";
@@ -15,6 +17,10 @@ const intFrom = (min: number, max: number) =>
     .regex(/^\d+$/, "must be a whole number")
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+const dnsSubdomain = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be an object name (DNS-1123 subdomain)");
 const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
 
 const EnvSchema = z
@@ -41,6 +47,22 @@ const EnvSchema = z
         .regex(/^[A-Za-z0-9_.-]+=[^,=]+(,[A-Za-z0-9_.-]+=[^,=]+)*$/, 'must be "name=/path/to/kubeconfig[,name=/path]"')
         .optional(),
     ),
+    /** "false" runs this replica as the only one: no Lease, it always forwards. Default "true". */
+    RELAY_LEADER_ELECTION: z.preprocess(blankIsUnset, z.enum(["true", "false"], 'must be "true" or "false"').default("true")),
+    /** The Lease the replicas elect their leader on. */
+    RELAY_LEASE_NAME: z.preprocess(blankIsUnset, dnsSubdomain.default("dvm-relay")),
+    /** Its namespace: the relay's own (the Deployment sets it from the pod's). */
+    RELAY_LEASE_NAMESPACE: z.preprocess(blankIsUnset, dnsLabel.default("default")),
+    /** This replica's name in the Lease; default POD_NAME, else hostname-pid. Unique per replica. */
+    RELAY_LEASE_IDENTITY: z.preprocess(blankIsUnset, z.string().min(1).max(253).optional()),
+    POD_NAME: z.preprocess(blankIsUnset, z.string().min(1).max(253).optional()),
+    RELAY_LEASE_DURATION_MS: z.preprocess(blankIsUnset, intFrom(1_000, 3_600_000).default(LEADER_ELECTION_DEFAULTS.leaseDurationMs)),
+    RELAY_LEASE_RENEW_DEADLINE_MS: z.preprocess(blankIsUnset, intFrom(1, 3_600_000).default(LEADER_ELECTION_DEFAULTS.renewDeadlineMs)),
+    RELAY_LEASE_RETRY_PERIOD_MS: z.preprocess(blankIsUnset, intFrom(1, 3_600_000).default(LEADER_ELECTION_DEFAULTS.retryPeriodMs)),
+  })
+  .superRefine((env, ctx) => {
+    const problem = leaderElectionTimingProblem(timingOf(env));
+    if (env.RELAY_LEADER_ELECTION === "true" && problem) ctx.addIssue({ code: "custom", path: [TIMING_VARIABLES[problem.field]], message: problem.message });
   })
   .superRefine((env, ctx) => {
     const named = env.RELAY_FUNCTION_NAME !== undefined;
@@ -54,6 +76,19 @@ const EnvSchema = z
     }
   });
 
+const TIMING_VARIABLES: Record<keyof LeaderElectionTiming, string> = {
+  leaseDurationMs: "RELAY_LEASE_DURATION_MS",
+  renewDeadlineMs: "RELAY_LEASE_RENEW_DEADLINE_MS",
+  retryPeriodMs: "RELAY_LEASE_RETRY_PERIOD_MS",
+};
+
+function timingOf(env: { RELAY_LEASE_DURATION_MS: number; RELAY_LEASE_RENEW_DEADLINE_MS: number; RELAY_LEASE_RETRY_PERIOD_MS: number }): LeaderElectionTiming {
+  return { leaseDurationMs: env.RELAY_LEASE_DURATION_MS, renewDeadlineMs: env.RELAY_LEASE_RENEW_DEADLINE_MS, retryPeriodMs: env.RELAY_LEASE_RETRY_PERIOD_MS };
+}
+
+/** Leader election among the relay's replicas (src/relay/leaderElection.ts), or none. */
+export type RelayLeaderElection = { enabled: false } | ({ enabled: true; namespace: string; name: string; identity: string } & LeaderElectionTiming);
+
 export type RelayFunctionTarget = { kind: "shared"; name: string } | { kind: "perPhase"; prefix: string };
 
 export interface RelayConfig {
@@ -65,6 +100,7 @@ export interface RelayConfig {
   resyncMs: number;
   concurrency: number;
   podClusters: Array<{ name: string; kubeconfigPath: string }>;
+  leaderElection: RelayLeaderElection;
 }
 
 /** Reads the relay's settings from `env`; throws RelayConfigError naming the first bad variable. */
@@ -90,5 +126,16 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayCon
         const [name, kubeconfigPath] = pair.split("=") as [string, string];
         return { name, kubeconfigPath };
       }),
+    leaderElection:
+      e.RELAY_LEADER_ELECTION === "true"
+        ? {
+            enabled: true,
+            namespace: e.RELAY_LEASE_NAMESPACE,
+            name: e.RELAY_LEASE_NAME,
+            // The pid keeps two processes on one machine apart; a pod's name is already unique.
+            identity: e.RELAY_LEASE_IDENTITY ?? e.POD_NAME ?? `${hostname()}-${process.pid}`,
+            ...timingOf(e),
+          }
+        : { enabled: false },
   };
 }

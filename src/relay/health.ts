@@ -1,7 +1,8 @@
 /**
  * Liveness and readiness for the relay's Deployment: /healthz answers while the process runs,
- * /readyz only while the DVM watch is synced and open. Both carry the relay's stats as JSON, so a
- * `curl` is enough to see what it is doing.
+ * /readyz only while the DVM watch is synced and open, or, for a standby, while it can reach its Lease
+ * (ready to take over, not forwarding). Both carry the replica's role and stats as JSON, so a `curl` is
+ * enough to see what it is doing.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,8 +12,10 @@ export interface HealthServerOptions {
   port?: number;
   /** Default "0.0.0.0", so the kubelet can reach it. */
   host?: string;
-  /** Is the relay ready (synced and watching)? */
+  /** Is the relay ready (synced and watching, or a standby that can take over)? */
   ready: () => boolean;
+  /** What this replica does now ("leader", "standby", ...); reported next to the status when given. */
+  role?: () => string;
   /** Anything JSON-serialisable, e.g. relay.stats(). */
   stats: () => unknown;
 }
@@ -33,10 +36,11 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     };
     try {
       if (req.method !== "GET" && req.method !== "HEAD") return send(405, { error: "method not allowed" });
-      if (path === "/healthz") return send(200, { status: "ok", stats: options.stats() });
+      const role = options.role ? { role: options.role() } : {};
+      if (path === "/healthz") return send(200, { status: "ok", ...role, stats: options.stats() });
       if (path === "/readyz") {
         const ready = options.ready();
-        return send(ready ? 200 : 503, { status: ready ? "ready" : "not ready", stats: options.stats() });
+        return send(ready ? 200 : 503, { status: ready ? "ready" : "not ready", ...role, stats: options.stats() });
       }
       return send(404, { error: `no such path ${path}` });
     } catch (error) {

@@ -13,3 +13,6 @@ export {
 export { WorkQueue, DEFAULT_CONCURRENCY, type WorkQueueOptions } from "./queue";
 export { startHealthServer, DEFAULT_HEALTH_PORT, type HealthServer, type HealthServerOptions } from "./health";
 export { parseRelayEnv, RelayConfigError, type RelayConfig } from "./config";
+export { LeaderElector, LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, type LeadershipStats } from "./leaderElection";
+export { KubeLeaseStore, type LeaseStore, type LeaseRecord } from "./leaseStore";
+export { RelayReplica, type ReplicaRole, type ReplicaStats } from "./replica";

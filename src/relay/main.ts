@@ -1,7 +1,8 @@
 /**
  * Entry point of the relay Deployment: settings from the environment (src/relay/config.ts), Lambda as
- * the transport, the health server for the probes, and a graceful stop on SIGTERM/SIGINT (the kubelet's
- * way of ending a pod) so that forwards in flight are not cut.
+ * the transport, leader election among the replicas (only the leader forwards), the health server for
+ * the probes, and a graceful stop on SIGTERM/SIGINT (the kubelet's way of ending a pod) so that forwards
+ * in flight are not cut and the Lease is handed to a standby at once.
  *
  *   KUBECONFIG=... RELAY_FUNCTION_NAME=dvm-phase npx tsx src/relay/main.ts
  */
@@ -12,7 +13,8 @@ import { jsonLogger, type Logger } from "../log";
 import { parseRelayEnv, RelayConfigError, type RelayConfig } from "./config";
 import { startHealthServer } from "./health";
 import { functionPerPhase, LambdaTransport, sharedFunction } from "./lambdaTransport";
-import { Relay } from "./relay";
+import { KubeLeaseStore } from "./leaseStore";
+import { RelayReplica } from "./replica";
 
 /** The host cluster: KUBECONFIG when set, the pod's service account in a cluster, else ~/.kube/config. */
 function hostKubeConfig(config: RelayConfig): KubeConfig {
@@ -39,25 +41,36 @@ export async function runRelay(env: Record<string, string | undefined>, log: Log
     invocationType: config.invocationType,
     log,
   });
-  const relay = new Relay({
-    kubeConfig,
-    transport,
-    clusters: config.podClusters.map((c) => ({ name: c.name, kubeConfig: kubeConfigFile(c.kubeconfigPath) })),
-    ...(config.namespace ? { namespace: config.namespace } : {}),
-    resyncMs: config.resyncMs,
-    concurrency: config.concurrency,
+  const { leaderElection } = config;
+  const replica = new RelayReplica({
+    relay: {
+      kubeConfig,
+      transport,
+      clusters: config.podClusters.map((c) => ({ name: c.name, kubeConfig: kubeConfigFile(c.kubeconfigPath) })),
+      ...(config.namespace ? { namespace: config.namespace } : {}),
+      resyncMs: config.resyncMs,
+      concurrency: config.concurrency,
+      log,
+    },
+    ...(leaderElection.enabled ? { election: { ...leaderElection, store: new KubeLeaseStore(kubeConfig, leaderElection.namespace, leaderElection.name) } } : {}),
     log,
   });
-  const health = await startHealthServer({ port: config.healthPort, ready: () => relay.ready(), stats: () => relay.stats() });
-  relay.start();
+  const health = await startHealthServer({
+    port: config.healthPort,
+    ready: () => replica.ready(),
+    role: () => replica.role(),
+    stats: () => replica.stats(),
+  });
+  replica.start();
   log.info("relay running", {
     target: config.target,
     invocationType: config.invocationType,
     healthPort: health.port,
     podClusters: config.podClusters.map((c) => c.name),
+    leaderElection: leaderElection.enabled ? { lease: `${leaderElection.namespace}/${leaderElection.name}`, identity: leaderElection.identity } : "off",
   });
   return async () => {
-    await relay.stop();
+    await replica.stop();
     await health.close();
   };
 }

@@ -192,8 +192,10 @@ export class Relay {
     if (this.stopping) return this.queue.drain(timeoutMs);
     this.stopping = true;
     clearInterval(this.resyncTimer);
-    await Promise.all(this.watches.map((w) => w.stop()));
+    // The queue first: no forward starts after stop() is called, even while the watches wind down
+    // (a relay that lost its leadership must stop forwarding at once, src/relay/leaderElection.ts).
     this.queue.close();
+    await Promise.all(this.watches.map((w) => w.stop()));
     const drained = await this.queue.drain(timeoutMs);
     this.log.info("relay stopped", { drained, inFlight: this.queue.inFlight() });
     return drained;

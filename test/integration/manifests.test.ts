@@ -19,13 +19,12 @@
  */
 import { spawn, spawnSync, execFile, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import {
   AuthorizationV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
@@ -51,6 +50,7 @@ import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { startLambdaStandIn } from "../support/lambdaStandIn";
 import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -60,6 +60,8 @@ const clusters = testClusters();
 const run = `m${Date.now().toString(36)}`;
 const testNamespace = `rbac-${run}`;
 const FIELD_MANAGER = "dvm-manifests-test";
+/** The relay's Lease, the one name its Role lets it read and update (infra/k8s/relay-config.yaml). */
+const RELAY_LEASE = "dvm-relay";
 
 type Manifest = KubernetesObject & Record<string, any>;
 
@@ -157,7 +159,8 @@ async function poll<T>(what: string, check: () => Promise<T | undefined>, timeou
 /**
  * The RBAC objects of `docs`, made unique to this run so that they can be created for real next to
  * anything already on the cluster (an existing cluster may have infra/k8s applied): ClusterRoles and
- * ClusterRoleBindings get a suffix (roleRef follows), ServiceAccounts move to the test namespace. Token
+ * ClusterRoleBindings get a suffix (roleRef follows); ServiceAccounts, Roles and RoleBindings move to the
+ * test namespace (the relay's Lease is then made there). Token
  * Secrets are left out (nothing fills them without a controller-manager; tokens come from TokenRequest).
  */
 function instantiate(docs: Manifest[]): Manifest[] {
@@ -176,6 +179,13 @@ function instantiate(docs: Manifest[]): Manifest[] {
       case "ServiceAccount":
         copy.metadata!.namespace = testNamespace;
         delete copy.metadata!.annotations;
+        return [copy];
+      case "Role":
+        copy.metadata!.namespace = testNamespace;
+        return [copy];
+      case "RoleBinding":
+        copy.metadata!.namespace = testNamespace;
+        copy.subjects = copy.subjects.map((s: { namespace?: string }) => ({ ...s, namespace: testNamespace }));
         return [copy];
       default:
         return [];
@@ -228,7 +238,7 @@ async function serviceAccountKubeConfig(admin: KubeConfig, serviceAccount: strin
 }
 
 /** Whether `kc`'s user may do `verb` on `resource` (RBAC caches catch up with new bindings quickly). */
-async function allowed(kc: KubeConfig, attributes: { verb: string; resource: string; group?: string; subresource?: string; namespace?: string }): Promise<boolean> {
+async function allowed(kc: KubeConfig, attributes: { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string }): Promise<boolean> {
   const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
     body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { group: "", ...attributes } } },
   });
@@ -278,6 +288,7 @@ beforeAll(async () => {
   await untilAllowed(phaseFunctions.kc, { verb: "get", group: DVM_GROUP, resource: DVM_PLURAL, namespace: testNamespace });
   await untilAllowed(phaseFunctions.kc, { verb: "create", resource: "pods", namespace: testNamespace });
   await untilAllowed(relayIdentity.kc, { verb: "watch", group: DVM_GROUP, resource: DVM_PLURAL });
+  await untilAllowed(relayIdentity.kc, { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: testNamespace, name: RELAY_LEASE });
   await untilAllowed(transferDestination.kc, { verb: "create", resource: "pods", namespace: testNamespace });
   await untilAllowed(relayPodsDestination.kc, { verb: "watch", resource: "pods" });
   await untilAllowed(trigger.kc, { verb: "create", group: DVM_GROUP, resource: DVM_PLURAL, namespace: testNamespace });
@@ -342,10 +353,19 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
     const custom = (kc: KubeConfig) => kc.makeApiClient(CustomObjectsApi);
     const dvm = { group: DVM_GROUP, version: DVM_VERSION, namespace: testNamespace, plural: DVM_PLURAL };
     const body = { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: "not-allowed" }, spec: {} };
-    // The relay only lists and watches: no create, no single read, no write of any kind.
+    // The relay only lists and watches: no create, no single read, no write of any kind but its Lease.
     await expectForbidden(custom(relayIdentity.kc).createNamespacedCustomObject({ ...dvm, body }));
     await expectForbidden(custom(relayIdentity.kc).getNamespacedCustomObject({ ...dvm, name: "any" }));
     await expectForbidden(relayIdentity.kc.makeApiClient(CoreV1Api).listSecretForAllNamespaces());
+    // Its Lease: only the one name, only in the Role's namespace, never deleted.
+    const relayLeases = relayIdentity.kc.makeApiClient(CoordinationV1Api);
+    const lease = (name: string) => ({ metadata: { name }, spec: { holderIdentity: "intruder", leaseDurationSeconds: 15 } });
+    await ignoreExists(clusters.source.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: testNamespace, body: lease("someone-elses") }));
+    await expectForbidden(relayLeases.readNamespacedLease({ namespace: testNamespace, name: "someone-elses" }));
+    await expectForbidden(relayLeases.replaceNamespacedLease({ namespace: testNamespace, name: "someone-elses", body: lease("someone-elses") }));
+    await expectForbidden(relayLeases.deleteNamespacedLease({ namespace: testNamespace, name: RELAY_LEASE }));
+    await expectForbidden(relayLeases.createNamespacedLease({ namespace: "default", body: lease(RELAY_LEASE) }));
+    await expectForbidden(relayLeases.listNamespacedLease({ namespace: testNamespace }));
     // The phase functions read DVMs and write their status, never the DVM itself.
     await expectForbidden(custom(phaseFunctions.kc).createNamespacedCustomObject({ ...dvm, body }));
     await expectForbidden(custom(phaseFunctions.kc).deleteNamespacedCustomObject({ ...dvm, name: "any" }));
@@ -386,7 +406,8 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
     const CLUSTER_SCOPED = new Set(["namespaces", "nodes", "storageclasses"]);
     const identities: Array<[string, KubeConfig, Manifest[]]> = [
       ["dvm-phase-functions", phaseFunctions.kc, hostRbac.filter((d) => d.kind === "ClusterRole" && /^dvm-(phase-functions-host|transfer)-/.test(d.metadata!.name!))],
-      ["dvm-relay", relayIdentity.kc, hostRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-relay-"))],
+      // Its ClusterRole, and the Role for its Lease (the one name it may get and update).
+      ["dvm-relay", relayIdentity.kc, hostRbac.filter((d) => (d.kind === "ClusterRole" || d.kind === "Role") && d.metadata!.name!.startsWith("dvm-relay-"))],
       ["dvm-transfer (destination)", transferDestination.kc, remoteRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-transfer-"))],
       ["dvm-relay-pods (destination)", relayPodsDestination.kc, remoteRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-relay-pods-"))],
       ["dvm-trigger", trigger.kc, hostRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-trigger-"))],
@@ -394,13 +415,22 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
     const denied: string[] = [];
     for (const [who, kc, roles] of identities) {
       expect(roles.length, who).toBeGreaterThan(0);
-      for (const rule of roles.flatMap((r) => r.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>)) {
+      for (const rule of roles.flatMap((r) => r.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>)) {
         for (const group of rule.apiGroups) {
           for (const full of rule.resources) {
             const [resource, subresource] = full.split("/") as [string, string | undefined];
             for (const verb of rule.verbs) {
-              const attributes = { verb, group, resource, ...(subresource ? { subresource } : {}), ...(CLUSTER_SCOPED.has(resource) ? {} : { namespace: testNamespace }) };
-              if (!(await allowed(kc, attributes))) denied.push(`${who}: ${verb} ${group || "core"}/${full}`);
+              for (const name of rule.resourceNames ?? [undefined]) {
+                const attributes = {
+                  verb,
+                  group,
+                  resource,
+                  ...(subresource ? { subresource } : {}),
+                  ...(CLUSTER_SCOPED.has(resource) ? {} : { namespace: testNamespace }),
+                  ...(name ? { name } : {}),
+                };
+                if (!(await allowed(kc, attributes))) denied.push(`${who}: ${verb} ${group || "core"}/${full}${name ? ` ${name}` : ""}`);
+              }
             }
           }
         }
@@ -534,45 +564,6 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
 // ---------------------------------------------------------------------------------------------------
 // The relay bundle as a process
 
-interface Invocation {
-  functionName: string;
-  invocationType: string | undefined;
-  payload: ReconcileRequest;
-}
-
-/** The Lambda Invoke API, as far as the relay uses it: every invocation is accepted with 202. */
-async function startLambdaStandIn(): Promise<{ url: string; invocations: Invocation[]; close: () => Promise<void> }> {
-  const invocations: Invocation[] = [];
-  const server: Server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const match = /^\/2015-03-31\/functions\/([^/]+)\/invocations/.exec(req.url ?? "");
-      if (req.method !== "POST" || !match) {
-        res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ message: `no route ${req.method} ${req.url}` }));
-        return;
-      }
-      invocations.push({
-        functionName: decodeURIComponent(match[1]!),
-        invocationType: req.headers["x-amz-invocation-type"] as string | undefined,
-        payload: JSON.parse(Buffer.concat(chunks).toString("utf8")) as ReconcileRequest,
-      });
-      res.writeHead(202, { "content-type": "application/json", "x-amzn-requestid": `req-${invocations.length}` }).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    invocations,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe("the relay bundle (dist/relay/relay.mjs)", () => {
   let child: ChildProcess | undefined;
   let lambda: Awaited<ReturnType<typeof startLambdaStandIn>> | undefined;
@@ -602,6 +593,10 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
         KUBECONFIG: kubeconfig,
         RELAY_FUNCTION_NAME: functionName,
         RELAY_NAMESPACE: testNamespace,
+        // Leader election with the relay's own Role (moved to the test namespace): the bundle creates
+        // the Lease, leads, and only then forwards.
+        RELAY_LEASE_NAMESPACE: testNamespace,
+        POD_NAME: "dvm-relay-bundle",
         RELAY_HEALTH_PORT: String(healthPort),
         RELAY_RESYNC_MS: "0",
         AWS_REGION: "us-east-1",
@@ -625,13 +620,13 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
       async () => {
         alive();
         const response = await fetch(`${health}/readyz`);
-        return response.status === 200 ? ((await response.json()) as { status: string }) : undefined;
+        return response.status === 200 ? ((await response.json()) as { status: string; role: string }) : undefined;
       },
       60_000,
     ).catch((error: unknown) => {
       throw new Error(`${String(error)}\n${output}`);
     });
-    expect(ready.status).toBe("ready");
+    expect(ready).toMatchObject({ status: "ready", role: "leader" });
     expect((await fetch(`${health}/healthz`)).status).toBe(200);
 
     const dvm = await createDvm(clusters.source, testNamespace, "bundle", {
@@ -653,5 +648,8 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
     const end = await exited;
     expect(end, output).toEqual({ code: 0, signal: null });
     expect(output).toMatch(/"stopping"/);
+    // A clean stop hands the Lease back, so a standby would take over at once.
+    const released = await clusters.source.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: testNamespace, name: RELAY_LEASE });
+    expect(released.spec?.holderIdentity).toBe("");
   });
 });

@@ -1,6 +1,6 @@
 /**
  * infra/k8s is least privilege and internally consistent, read as YAML (no cluster needed):
- * - no "*" anywhere in an RBAC rule; the relay's roles have no write verb;
+ * - no "*" anywhere in an RBAC rule; the relay's roles have no write verb but on its one Lease;
  * - each ClusterRole grants exactly the (group, resource, verb) triples listed here, each with the code
  *   that needs it: a rule added without a caller, or a call added without a rule, fails this test
  *   (test/integration/manifests.test.ts proves these are enough, on a real API server);
@@ -56,6 +56,12 @@ const find = (kind: string, name: string): Doc => {
   return found[0]!.doc;
 };
 const roles = all.filter((m) => m.doc.kind === "ClusterRole" || m.doc.kind === "Role");
+/** The ClusterRole or (namespaced) Role named `name`. */
+const findRole = (name: string): Doc => {
+  const found = roles.filter((m) => m.doc.metadata?.name === name);
+  if (found.length !== 1) throw new Error(`expected one role ${name}, found ${found.length}`);
+  return found[0]!.doc;
+};
 
 /** "group/resource verb" for every combination a role grants. */
 function grants(role: Doc): string[] {
@@ -81,6 +87,12 @@ const EXPECTED: Record<string, string[]> = {
   ],
   // On clusters other than the host: only the pod watch (RELAY_POD_CLUSTERS).
   "dvm-relay-pods": ["core/pods list", "core/pods watch"],
+  // A Role in dvm-system: src/relay/leaseStore.ts KubeLeaseStore (get and update only of the one Lease).
+  "dvm-relay-leader-election": [
+    "coordination.k8s.io/leases get", // LeaderElector: read the Lease every retry period
+    "coordination.k8s.io/leases update", // renew, take over an expired Lease, release on stop
+    "coordination.k8s.io/leases create", // the first replica ever creates it
+  ],
   "dvm-phase-functions-host": [
     `${DVM_GROUP}/${DVM_PLURAL} get`, // KubeDvmStore.get: the fresh read
     `${DVM_GROUP}/${DVM_PLURAL}/status patch`, // KubeDvmStore.writeStatus
@@ -134,7 +146,7 @@ describe("RBAC in infra/k8s", () => {
     expect(roles.map((r) => r.doc.metadata.name).sort()).toEqual(Object.keys(EXPECTED).sort());
   });
 
-  it("uses no wildcard in any rule, no aggregation, no non-resource URLs and no resourceNames", () => {
+  it("uses no wildcard in any rule, no aggregation, no non-resource URLs, and resourceNames only for the relay's Lease", () => {
     for (const { file, doc } of roles) {
       expect(doc.aggregationRule, `${file} ${doc.metadata.name}`).toBeUndefined();
       for (const rule of doc.rules as Rule[]) {
@@ -143,7 +155,7 @@ describe("RBAC in infra/k8s", () => {
           expect((field ?? []).some((value) => value.includes("*")), where).toBe(false);
         }
         expect(rule.nonResourceURLs, where).toBeUndefined();
-        expect(rule.resourceNames, where).toBeUndefined();
+        if (doc.metadata.name !== "dvm-relay-leader-election") expect(rule.resourceNames, where).toBeUndefined();
         expect(rule.apiGroups?.length, where).toBeGreaterThan(0);
         expect(rule.resources?.length, where).toBeGreaterThan(0);
         expect(rule.verbs?.length, where).toBeGreaterThan(0);
@@ -151,15 +163,26 @@ describe("RBAC in infra/k8s", () => {
     }
   });
 
-  it("gives the relay read verbs only: it writes nothing", () => {
+  it("gives the relay read verbs only, but for its one Lease: get and update of that name, create in dvm-system", () => {
     for (const name of ["dvm-relay", "dvm-relay-pods"]) {
       const verbs = new Set((find("ClusterRole", name).rules as Rule[]).flatMap((r) => r.verbs ?? []));
       expect([...verbs].filter((v) => WRITE_VERBS.includes(v) || !["get", "list", "watch"].includes(v)), name).toEqual([]);
     }
+    const election = find("Role", "dvm-relay-leader-election");
+    expect(election.metadata.namespace).toBe("dvm-system");
+    const leaseName = parseRelayEnv(find("ConfigMap", "dvm-relay").data).leaderElection;
+    expect(leaseName).toMatchObject({ enabled: true, name: "dvm-relay" });
+    for (const rule of election.rules as Rule[]) {
+      expect(rule).toMatchObject({ apiGroups: ["coordination.k8s.io"], resources: ["leases"] });
+      // RBAC cannot limit a create by name (the object has none yet when it is authorized); every
+      // other verb is limited to the relay's Lease.
+      if (rule.verbs!.includes("create")) expect(rule).toEqual({ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] });
+      else expect(rule.resourceNames).toEqual(["dvm-relay"]);
+    }
   });
 
   it.each(Object.keys(EXPECTED))("%s grants exactly what the code calls", (name) => {
-    const role = find("ClusterRole", name);
+    const role = findRole(name);
     expect(grants(role)).toEqual([...EXPECTED[name]!].sort());
     // No duplicate grants (two rules saying the same thing drift apart).
     expect(new Set(grants(role)).size).toBe(grants(role).length);
@@ -184,13 +207,16 @@ describe("RBAC in infra/k8s", () => {
       const [subject] = b.subjects as Array<{ kind: string; name: string; namespace: string }>;
       expect(subject!.kind).toBe("ServiceAccount");
       expect(accounts.has(`${subject!.namespace}/${subject!.name}`), `${b.metadata.name}: subject exists`).toBe(true);
-      expect(b.roleRef).toMatchObject({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole" });
+      // A RoleBinding to its Role (same namespace); a ClusterRoleBinding to a ClusterRole.
+      expect(b.roleRef).toMatchObject({ apiGroup: "rbac.authorization.k8s.io", kind: b.kind === "RoleBinding" ? "Role" : "ClusterRole" });
+      if (b.kind === "RoleBinding") expect(find("Role", b.roleRef.name).metadata.namespace).toBe(b.metadata.namespace);
       expect(Object.keys(EXPECTED), `${b.metadata.name}: role exists`).toContain(b.roleRef.name);
       return `${subject!.name} -> ${b.roleRef.name}`;
     });
     expect(pairs.sort()).toEqual(
       [
         "dvm-relay -> dvm-relay",
+        "dvm-relay -> dvm-relay-leader-election",
         "dvm-relay-pods -> dvm-relay-pods",
         "dvm-phase-functions -> dvm-phase-functions-host",
         // The host is also a transfer side when a DVM leaves out sourceCluster / destinationCluster.
@@ -208,10 +234,12 @@ describe("the relay Deployment", () => {
   const [container, ...others] = pod.containers as Doc[];
   const configMap = find("ConfigMap", "dvm-relay");
 
-  it("runs one non-root replica with a read-only root, no capabilities and the runtime's seccomp profile", () => {
+  it("runs two non-root replicas (one leads) with a read-only root, no capabilities and the runtime's seccomp profile", () => {
     expect(others).toEqual([]);
-    expect(deployment.spec.replicas).toBe(1);
-    expect(deployment.spec.strategy.type).toBe("Recreate");
+    expect(deployment.spec.replicas).toBe(2);
+    // Safe to roll: old and new pods elect one leader between them.
+    expect(deployment.spec.strategy).toEqual({ type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe("kubernetes.io/hostname");
     expect(pod.serviceAccountName).toBe("dvm-relay");
     expect(pod.hostNetwork ?? false).toBe(false);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
@@ -240,9 +268,12 @@ describe("the relay Deployment", () => {
     expect(heap).toBeLessThan(mebibytes(container!.resources.limits.memory));
   });
 
-  it("takes its settings from the ConfigMap, which the relay's own parser accepts", () => {
+  it("takes its settings from the ConfigMap, which the relay's own parser accepts, and its Lease identity and namespace from the pod", () => {
     expect(container!.envFrom).toContainEqual({ configMapRef: { name: "dvm-relay" } });
-    const config = parseRelayEnv(configMap.data);
+    const fromPod = Object.fromEntries((container!.env as Doc[]).filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom.fieldRef?.fieldPath]));
+    expect(fromPod).toEqual({ POD_NAME: "metadata.name", RELAY_LEASE_NAMESPACE: "metadata.namespace" });
+    const config = parseRelayEnv({ ...configMap.data, POD_NAME: "dvm-relay-5d8f-abcde", RELAY_LEASE_NAMESPACE: deployment.metadata.namespace });
+    expect(config.leaderElection).toMatchObject({ enabled: true, identity: "dvm-relay-5d8f-abcde", namespace: "dvm-system" });
     expect(config).toMatchObject({ target: { kind: "shared", name: "dvm-serverless-dev-phase" }, invocationType: "Event", healthPort: 8080 });
     expect(config.namespace).toBeUndefined();
     expect(config.podClusters).toEqual([]);

@@ -3,6 +3,7 @@
  * (what it sends, how it reads the answer), the in-process transport, /healthz and /readyz, and the
  * env validation that names the bad variable.
  */
+import { hostname } from "node:os";
 import type { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log";
@@ -106,6 +107,12 @@ describe("health server", () => {
     expect(await get("/readyz")).toMatchObject({ status: 200, body: { stats: { forwarded: 7 } } });
     expect((await get("/nope")).status).toBe(404);
   });
+
+  it("reports the replica's role next to the status when given one", async () => {
+    server = await startHealthServer({ port: 0, host: "127.0.0.1", ready: () => true, role: () => "standby", stats: () => ({ role: "standby" }) });
+    const res = await fetch(`http://127.0.0.1:${server.port}/readyz`);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { status: "ready", role: "standby", stats: { role: "standby" } } });
+  });
 });
 
 describe("relay environment", () => {
@@ -117,6 +124,15 @@ describe("relay environment", () => {
       resyncMs: 60_000,
       concurrency: 16,
       podClusters: [],
+      leaderElection: {
+        enabled: true,
+        namespace: "default",
+        name: "dvm-relay",
+        identity: `${hostname()}-${process.pid}`,
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
+      },
     });
     expect(
       parseRelayEnv({
@@ -142,8 +158,25 @@ describe("relay environment", () => {
     });
   });
 
+  it("reads the leader election settings: the pod's name as identity, or off", () => {
+    const env = { RELAY_FUNCTION_NAME: "a", POD_NAME: "dvm-relay-7d9-x2k", RELAY_LEASE_NAMESPACE: "dvm-system" };
+    expect(parseRelayEnv(env).leaderElection).toMatchObject({ enabled: true, namespace: "dvm-system", name: "dvm-relay", identity: "dvm-relay-7d9-x2k" });
+    expect(parseRelayEnv({ ...env, RELAY_LEASE_IDENTITY: "explicit", RELAY_LEASE_NAME: "relay.ha" }).leaderElection).toMatchObject({ identity: "explicit", name: "relay.ha" });
+    expect(
+      parseRelayEnv({ ...env, RELAY_LEASE_DURATION_MS: "4000", RELAY_LEASE_RENEW_DEADLINE_MS: "2500", RELAY_LEASE_RETRY_PERIOD_MS: "500" }).leaderElection,
+    ).toMatchObject({ leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 });
+    expect(parseRelayEnv({ ...env, RELAY_LEADER_ELECTION: "false", RELAY_LEASE_RENEW_DEADLINE_MS: "20000" }).leaderElection).toEqual({ enabled: false });
+  });
+
   it.each([
     [{}, "RELAY_FUNCTION_NAME"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEADER_ELECTION: "yes" }, "RELAY_LEADER_ELECTION"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_NAME: "Not A Name" }, "RELAY_LEASE_NAME"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_NAMESPACE: "dvm_system" }, "RELAY_LEASE_NAMESPACE"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_DURATION_MS: "1500" }, "RELAY_LEASE_DURATION_MS"],
+    // A renew deadline at or above the lease duration would let two leaders work at once.
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_DURATION_MS: "10000", RELAY_LEASE_RENEW_DEADLINE_MS: "10000" }, "RELAY_LEASE_RENEW_DEADLINE_MS"],
+    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_RENEW_DEADLINE_MS: "2000", RELAY_LEASE_RETRY_PERIOD_MS: "2000" }, "RELAY_LEASE_RETRY_PERIOD_MS"],
     [{ RELAY_FUNCTION_NAME: "a", RELAY_FUNCTION_PREFIX: "b" }, "RELAY_FUNCTION_PREFIX"],
     [{ RELAY_FUNCTION_NAME: "a", RELAY_HEALTH_PORT: "eighty" }, "RELAY_HEALTH_PORT"],
     [{ RELAY_FUNCTION_NAME: "a", RELAY_HEALTH_PORT: "70000" }, "RELAY_HEALTH_PORT"],

@@ -1,0 +1,70 @@
+/**
+ * A relay replica's role and readiness while it stands by: ready (and saying "standby") as long as it
+ * can read its Lease, not ready once it cannot, and no relay running meanwhile. The leading side, with
+ * a real API server, is in test/integration/relayFailover.test.ts.
+ */
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { silentLogger } from "../../../src/log";
+import { InProcessTransport } from "../../../src/relay/transport";
+import { RelayReplica } from "../../../src/relay/replica";
+import { Link, MemoryLease } from "../../support/memoryLease";
+
+const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 };
+
+describe("RelayReplica as a standby", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("is ready but not leading while another replica holds the Lease, and not ready once it cannot read it", async () => {
+    const lease = new MemoryLease();
+    lease.create({ holderIdentity: "relay-a", leaseDurationSeconds: 4, leaseTransitions: 0 });
+    const link = new Link(lease);
+    let forwards = 0;
+    const replica = new RelayReplica({
+      relay: {
+        kubeConfig: new KubeConfig(),
+        transport: new InProcessTransport(async () => {
+          forwards += 1;
+          return undefined;
+        }),
+        log: silentLogger,
+      },
+      election: { ...TIMING, store: link, identity: "relay-b" },
+      log: silentLogger,
+    });
+    expect(replica.ready()).toBe(false);
+    replica.start();
+    // The holder keeps renewing (as seen by b: the Lease keeps changing).
+    const renewals = setInterval(() => {
+      const current = lease.get()!;
+      lease.update({ ...current.record, renewTime: new Date() }, current.resourceVersion);
+    }, TIMING.retryPeriodMs);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(replica.role()).toBe("standby");
+    expect(replica.ready()).toBe(true);
+    expect(replica.stats()).toEqual({ role: "standby", leadership: expect.objectContaining({ identity: "relay-b", leading: false, holder: "relay-a" }) });
+
+    link.state = "cut";
+    await vi.advanceTimersByTimeAsync(TIMING.leaseDurationMs + 10);
+    expect(replica.role()).toBe("standby");
+    expect(replica.ready()).toBe(false);
+    expect(forwards).toBe(0);
+
+    clearInterval(renewals);
+    link.state = "up";
+    const stopping = replica.stop();
+    await vi.runAllTimersAsync();
+    await stopping;
+  });
+
+  it("without leader election it is the only replica", () => {
+    const replica = new RelayReplica({ relay: { kubeConfig: new KubeConfig(), transport: new InProcessTransport(async () => undefined), log: silentLogger }, log: silentLogger });
+    expect(replica.role()).toBe("only replica");
+    expect(replica.stats()).toEqual({ role: "only replica" });
+  });
+});

@@ -9,10 +9,13 @@
  *   takeoversBeforeClaim (N, takeovers before the current attempt's claim)
  *   finishedAt (N ms)  elapsedMs (N, finishedAt - startedAt)  outcome (M)  lastError (S)  dvm (M)
  *   claims (L of M: at N, attempt N, takeover BOOL, end S, endedAt N; see ClaimRecord)
- *   expiresAt (N, epoch seconds: the TTL attribute)
+ *   expiresAt (N, epoch seconds: the TTL attribute; set only once the DVM is gone, see retire())
+ * outcome (M): result S, nextPhase S, finishedAt N, errors L of S, statusUpdate S (JSON of the status
+ * fields the body decided), category S (of the Failed condition)
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isPhaseName } from "../dvm/itinerary";
+import { ConditionCategorySchema, DvmStatusSchema } from "../dvm/types";
 import { LedgerError } from "./errors";
 import { parsePhaseKey, phaseKeyOf } from "./key";
 import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
@@ -35,6 +38,8 @@ export function encodeDvm(dvm: DvmRef): AttributeValue {
 export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
   const m: Item = { result: s(outcome.result), nextPhase: s(outcome.nextPhase), finishedAt: n(outcome.finishedAt) };
   if (outcome.errors && outcome.errors.length > 0) m.errors = { L: outcome.errors.map(s) };
+  if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) m.statusUpdate = s(JSON.stringify(outcome.statusUpdate));
+  if (outcome.category) m.category = s(outcome.category);
   return { M: m };
 }
 
@@ -110,7 +115,26 @@ export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
   const record: PhaseOutcomeRecord = { result, nextPhase, finishedAt: Number(m.finishedAt?.N ?? 0) };
   const errors = m.errors?.L?.flatMap((e) => (e.S === undefined ? [] : [e.S]));
   if (errors && errors.length > 0) record.errors = errors;
+  if (m.statusUpdate?.S !== undefined) record.statusUpdate = readStatusUpdate(item, m.statusUpdate.S);
+  if (m.category?.S !== undefined) {
+    const category = ConditionCategorySchema.safeParse(m.category.S);
+    if (!category.success) throw malformed(item, `outcome.category ${JSON.stringify(m.category.S)}`);
+    record.category = category.data;
+  }
   return record;
+}
+
+/** A recorded status update is replayed into the DVM's status, so it is checked as strictly as a status read. */
+function readStatusUpdate(item: Item, json: string): PhaseOutcomeRecord["statusUpdate"] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw malformed(item, "outcome.statusUpdate is not JSON");
+  }
+  const parsed = DvmStatusSchema.partial().safeParse(raw);
+  if (!parsed.success) throw malformed(item, `outcome.statusUpdate: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+  return parsed.data;
 }
 
 export function decodeEntry(item: Item): LedgerEntry {
@@ -154,6 +178,12 @@ export function validateOutcome(outcome: PhaseOutcome): PhaseOutcome {
   }
   if (outcome.errors !== undefined && (!Array.isArray(outcome.errors) || outcome.errors.some((e) => typeof e !== "string"))) {
     throw new LedgerError("invalid phase outcome: errors must be a list of strings");
+  }
+  if (outcome.statusUpdate !== undefined && !DvmStatusSchema.partial().safeParse(outcome.statusUpdate).success) {
+    throw new LedgerError("invalid phase outcome: statusUpdate is not a valid part of a DVM status");
+  }
+  if (outcome.category !== undefined && !ConditionCategorySchema.safeParse(outcome.category).success) {
+    throw new LedgerError(`invalid phase outcome: category ${JSON.stringify(outcome.category)} is not a condition category`);
   }
   return outcome;
 }

@@ -7,6 +7,7 @@ import type { ItineraryName, PhaseName } from "../dvm/itinerary";
 import type { Condition, DvmSpec, DvmStatus } from "../dvm/types";
 import type { Cluster } from "../kube/cluster";
 import type { Logger } from "../log";
+import type { PhaseLease } from "../runner/lease";
 import type { VolumePair } from "./volumes";
 
 export interface DvmIdentity {
@@ -41,6 +42,11 @@ export interface PhaseContext {
   attempt: number;
   clock: Clock;
   log: Logger;
+  /**
+   * The lease this execution holds (absent outside the runner, e.g. the CLI's cleanup). A body that
+   * legitimately runs long calls `renew()` between steps; its `signal` aborts at the deadline.
+   */
+  lease?: PhaseLease;
 }
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */

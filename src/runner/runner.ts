@@ -20,6 +20,7 @@ import { silentLogger, type Logger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { MigrationInputError, type MigrationClusters, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
+import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
 import type { ReconcileRequest, RunResult, RunStats } from "./request";
 
 export interface RunnerOptions {
@@ -30,8 +31,10 @@ export interface RunnerOptions {
   bodies?: Record<ExecutablePhaseName, PhaseBody>;
   clock?: Clock;
   log?: Logger;
-  /** How long a claim is exclusive. Longer than the function timeout, so a live holder is never overtaken. */
+  /** How long a claim is exclusive unless renewed. The body is stopped `leaseMarginMs` before it ends. */
   leaseMs?: number;
+  /** Between a body's deadline and its lease's end: covers clock skew between hosts (see lease.ts). */
+  leaseMarginMs?: number;
   /** Cap of the exponential backoff after transient errors. */
   maxRetryDelayMs?: number;
   /** Called after every invocation, for metrics and outgoing events. */
@@ -41,17 +44,21 @@ export interface RunnerOptions {
 export const DEFAULT_LEASE_MS = 120_000;
 const STATUS_WRITE_ATTEMPTS = 5;
 
-interface Transition {
-  result: "advanced" | "failed";
-  nextPhase: PhaseName;
-  errors?: string[];
+/** What the host adds to one invocation. */
+export interface RunOptions {
+  /** When the host stops this invocation (ms since the epoch), e.g. Lambda's timeout; bodies end before. */
+  hostDeadlineAt?: number;
 }
+
+/** What the runner keeps free before a host deadline: the ledger write and the status write after the body. */
+export const HOST_DEADLINE_RESERVE_MS = 5_000;
 
 export class PhaseRunner {
   private readonly bodies: Record<ExecutablePhaseName, PhaseBody>;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly leaseMs: number;
+  private readonly leaseMarginMs: number;
   private readonly maxRetryDelayMs: number;
 
   constructor(private readonly options: RunnerOptions) {
@@ -59,24 +66,28 @@ export class PhaseRunner {
     this.clock = options.clock ?? systemClock;
     this.log = options.log ?? silentLogger;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.leaseMarginMs = options.leaseMarginMs ?? Math.min(DEFAULT_LEASE_MARGIN_MS, this.leaseMs / 4);
+    if (!(this.leaseMarginMs >= 0 && this.leaseMarginMs < this.leaseMs)) {
+      throw new Error(`leaseMarginMs must be at least 0 and below leaseMs (got ${this.leaseMarginMs} of ${this.leaseMs})`);
+    }
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
   }
 
-  async run(request: ReconcileRequest): Promise<RunResult> {
-    return (await this.runWithStats(request)).result;
+  async run(request: ReconcileRequest, options: RunOptions = {}): Promise<RunResult> {
+    return (await this.runWithStats(request, options)).result;
   }
 
   /** Like run(), also returning what the invocation did (for the function handler's metrics). */
-  async runWithStats(request: ReconcileRequest): Promise<{ result: RunResult; stats: RunStats }> {
+  async runWithStats(request: ReconcileRequest, options: RunOptions = {}): Promise<{ result: RunResult; stats: RunStats }> {
     const startedAt = this.clock.now();
     const stats: RunStats = { durationMs: 0, statusConflicts: 0 };
-    const result = await this.runOnce(request, stats);
+    const result = await this.runOnce(request, stats, options);
     stats.durationMs = this.clock.now() - startedAt;
     this.options.onResult?.(result, stats, request);
     return { result, stats };
   }
 
-  private async runOnce(request: ReconcileRequest, stats: RunStats): Promise<RunResult> {
+  private async runOnce(request: ReconcileRequest, stats: RunStats, options: RunOptions): Promise<RunResult> {
     const { store, ledger } = this.options;
     const fresh = await store.get(request.namespace, request.name);
     if (!fresh || fresh.metadata.uid !== request.uid) return { kind: "gone" };
@@ -96,7 +107,7 @@ export class PhaseRunner {
     if (claimed.kind === "completed") {
       // Recorded as done: the body must not run again. The status may lag (a crash between the ledger
       // write and the status write, or a stale request): bring it up to the recorded outcome.
-      const repaired = await this.writeTransition(fresh, position, claimed.outcome, undefined, stats);
+      const repaired = await this.writeTransition(fresh, position, claimed.outcome, stats);
       log.info("duplicate suppressed", { next: claimed.outcome.nextPhase, statusRepaired: repaired });
       return { kind: "duplicate", phase: position.phase, next: claimed.outcome.nextPhase, statusRepaired: repaired, requeueAfterMs: phaseSpec(claimed.outcome.nextPhase).requeueMs };
     }
@@ -107,15 +118,30 @@ export class PhaseRunner {
     log = log.child({ attempt: claim.attempt });
     if (claim.takeover) log.warn("lease takeover: the previous holder's lease expired before it finished");
 
+    const lease = new BodyLease({
+      ledger,
+      claim,
+      leaseMs: this.leaseMs,
+      marginMs: this.leaseMarginMs,
+      clock: this.clock,
+      ...(options.hostDeadlineAt !== undefined ? { hostDeadlineAt: options.hostDeadlineAt - HOST_DEADLINE_RESERVE_MS } : {}),
+    });
+    const body = this.bodies[position.phase];
     let outcome: PhaseOutcome;
     try {
-      const context = await this.context(fresh, parsed, position, claim, log);
-      log.info("phase started");
-      outcome = await this.bodies[position.phase](context);
+      outcome = await lease.run(async () => {
+        const context = await this.context(fresh, parsed, position, claim, log, lease);
+        log.info("phase started");
+        return body(context);
+      });
     } catch (error) {
       if (error instanceof MigrationInputError) {
         outcome = { kind: "fail", errors: error.errors, category: "Critical" };
+      } else if (error instanceof LostClaimError) {
+        log.warn("claim lost while the body ran (lease renewal refused): stopped", { holderAttempt: error.current?.attempt });
+        return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
       } else {
+        if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
         return this.retryLater(fresh, position, claim, error, log, stats);
       }
     }
@@ -136,19 +162,20 @@ export class PhaseRunner {
     switch (outcome.kind) {
       case "advance": {
         const next = nextPhase(position.itinerary, position.phase);
-        await ledger.complete(claim, { result: "advanced", nextPhase: next });
-        await this.writeTransition(fresh, position, { result: "advanced", nextPhase: next }, outcome.status, stats);
+        // The status update is recorded with the completion: a repair after a crash replays exactly it.
+        const recorded = await ledger.complete(claim, { result: "advanced", nextPhase: next, ...statusUpdateOf(outcome.status) });
+        await this.writeTransition(fresh, position, recorded, stats);
         log.info("phase completed", { next });
         return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
       }
       case "fail": {
         // Cleanup after a failure is best effort: a failing cleanup step records its errors and moves on.
         const inFailure = position.itinerary === "VolumeMigrationFailed";
-        const transition: Transition = inFailure
-          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors }
-          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors };
-        await ledger.complete(claim, transition);
-        await this.writeTransition(fresh, position, transition, outcome.status, stats, outcome.category);
+        const transition: RecordedOutcome = inFailure
+          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors, ...statusUpdateOf(outcome.status) }
+          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors, category: outcome.category ?? "Critical", ...statusUpdateOf(outcome.status) };
+        const recorded = await ledger.complete(claim, transition);
+        await this.writeTransition(fresh, position, recorded, stats);
         log.warn("phase failed the migration", { errors: outcome.errors, next: transition.nextPhase });
         return { kind: "advanced", phase: position.phase, next: transition.nextPhase, requeueAfterMs: phaseSpec(transition.nextPhase).requeueMs };
       }
@@ -168,6 +195,7 @@ export class PhaseRunner {
     position: Position,
     claim: Claim,
     log: Logger,
+    lease: BodyLease,
   ): Promise<PhaseContext> {
     const inFailure = position.itinerary === "VolumeMigrationFailed";
     if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map((i) => `${i.field}: ${i.message}`));
@@ -192,34 +220,30 @@ export class PhaseRunner {
       status: fresh.status,
       itinerary: position.itinerary,
       phase: position.phase,
-      clusters,
+      clusters: lease.fence(clusters),
       volumes: volumePairs(spec, position.itinerary === "VolumeMigrationFailed" ? "VolumeMigration" : position.itinerary),
       attempt: claim.attempt,
       clock: this.clock,
       log,
+      lease,
     };
   }
 
   /**
-   * Moves the status from `from` to the position the ledger recorded. Guarded by resourceVersion: on a
-   * conflict it re-reads, and stops if someone else already moved the DVM past `from`.
-   * Returns whether it wrote.
+   * Moves the status from `from` to the position the ledger recorded, with the status update the body
+   * decided (recorded with it). Guarded by resourceVersion: on a conflict it re-reads, and stops if
+   * someone else already moved the DVM past `from`. Returns whether it wrote.
    */
-  private async writeTransition(
-    fresh: DirectVolumeMigration,
-    from: Position,
-    transition: Transition | RecordedOutcome,
-    update: StatusUpdate | undefined,
-    stats: RunStats,
-    category: "Critical" | "Warn" = "Critical",
-  ): Promise<boolean> {
+  private async writeTransition(fresh: DirectVolumeMigration, from: Position, transition: RecordedOutcome, stats: RunStats): Promise<boolean> {
     return this.guardedWrite(fresh, stats, (current) => {
       const position = positionOf(current.status, migrationTypeOf(current));
       if (position.phase !== from.phase || position.itinerary !== from.itinerary) return undefined;
-      const base: DvmStatus = { ...current.status, ...update };
+      const base: DvmStatus = { ...current.status, ...transition.statusUpdate };
       const nowIso = new Date(this.clock.now()).toISOString();
       const generation = current.metadata.generation;
-      if (transition.result === "failed") return enterFailure(base, from.phase, transition.errors ?? [], category, generation, nowIso);
+      if (transition.result === "failed") {
+        return enterFailure(base, from.phase, transition.errors ?? [], transition.category ?? "Critical", generation, nowIso);
+      }
       const withErrors = transition.errors?.length ? { ...base, errors: [...new Set([...(base.errors ?? []), ...transition.errors])] } : base;
       return enterPhase(withErrors, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
     });
@@ -267,7 +291,14 @@ export class PhaseRunner {
   private async retryLater(fresh: DirectVolumeMigration, position: Position, claim: Claim, error: unknown, log: Logger, stats: RunStats): Promise<RunResult> {
     const message = error instanceof Error ? error.message : String(error);
     log.warn("phase attempt failed; will retry", { error: message });
-    await this.options.ledger.fail(claim, message);
+    try {
+      await this.options.ledger.fail(claim, message);
+    } catch (failError) {
+      // Our lease ended and another invocation took the phase over: it owns the phase (and its status) now.
+      if (!(failError instanceof LostClaimError)) throw failError;
+      log.warn("claim lost before the failure was recorded: another invocation took over", { holderAttempt: failError.current?.attempt });
+      return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
+    }
     const retryAfterMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
     try {
       await this.guardedWrite(fresh, stats, (current) => {
@@ -284,6 +315,11 @@ export class PhaseRunner {
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
+}
+
+/** The status fields a body decided, in the shape the ledger records them (absent when there are none). */
+function statusUpdateOf(update: StatusUpdate | undefined): { statusUpdate?: Partial<DvmStatus> } {
+  return update && Object.keys(update).length > 0 ? { statusUpdate: update } : {};
 }
 
 function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {

@@ -8,10 +8,10 @@
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
 import { systemClock, type Clock } from "../clock";
-import { CONDITION, setCondition } from "../dvm/conditions";
-import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
+import { CONDITION, findCondition, setCondition } from "../dvm/conditions";
+import { nextPhase, phaseSpec, POLL_REQUEUE_MS, type ExecutablePhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
-import { parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
+import { DVM_FINALIZER, parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { unreachableCluster, type ClusterResolver } from "../kube/resolver";
@@ -20,6 +20,7 @@ import { silentLogger, type Logger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { MigrationInputError, type MigrationClusters, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
+import { continueDeletion } from "./deletion";
 import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
 import type { ReconcileRequest, RunResult, RunStats } from "./request";
 
@@ -89,15 +90,26 @@ export class PhaseRunner {
 
   private async runOnce(request: ReconcileRequest, stats: RunStats, options: RunOptions): Promise<RunResult> {
     const { store, ledger } = this.options;
-    const fresh = await store.get(request.namespace, request.name);
-    if (!fresh || fresh.metadata.uid !== request.uid) return { kind: "gone" };
+    const read = await store.get(request.namespace, request.name);
+    if (!read || read.metadata.uid !== request.uid) return { kind: "gone" };
+    let fresh: DirectVolumeMigration = read;
+    if (fresh.metadata.deletionTimestamp) return this.onDeletion(fresh);
+    const unreadable = unreadableStatus(fresh);
+    if (unreadable) return this.stopUnreadable(fresh, unreadable, stats);
 
     const parsed = parseDvmSpec(fresh.spec);
     const position = positionOf(fresh.status, migrationTypeOf(fresh));
     if (position.phase === "Completed") return { kind: "finished", phase: "Completed" };
 
+    if (!fresh.metadata.finalizers?.includes(DVM_FINALIZER)) {
+      const adopted = await this.adopt(fresh);
+      if (adopted.kind !== "adopted") return adopted.result;
+      fresh = adopted.dvm;
+    }
+
     const { uid, generation, namespace, name } = fresh.metadata;
     let log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
+    const specChanged = specChangeOf(fresh, position);
     const claimed = await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
 
     if (claimed.kind === "held") {
@@ -118,6 +130,21 @@ export class PhaseRunner {
     log = log.child({ attempt: claim.attempt });
     if (claim.takeover) log.warn("lease takeover: the previous holder's lease expired before it finished");
 
+    // The deletion fence: a DVM deleted between the read above and the claim must not get anything
+    // created for it. Deletion waits for every lease claimed before it began (deletion.ts); a claim made
+    // after it began sees the deletionTimestamp here and stops before the body.
+    const recheck = await store.get(namespace, name);
+    if (!recheck || recheck.metadata.uid !== uid || recheck.metadata.deletionTimestamp) {
+      await ledger.release(claim).catch((error: unknown) => {
+        if (!(error instanceof LostClaimError)) throw error;
+      });
+      log.info("DVM deleted while the phase was being claimed: not run");
+      if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
+      // Gone already: this entry was written after the deletion retired the others.
+      await ledger.retire(uid);
+      return { kind: "gone" };
+    }
+
     const lease = new BodyLease({
       ledger,
       claim,
@@ -130,6 +157,7 @@ export class PhaseRunner {
     let outcome: PhaseOutcome;
     try {
       outcome = await lease.run(async () => {
+        if (specChanged) throw new MigrationInputError([specChanged]);
         const context = await this.context(fresh, parsed, position, claim, log, lease);
         log.info("phase started");
         return body(context);
@@ -240,7 +268,8 @@ export class PhaseRunner {
       if (position.phase !== from.phase || position.itinerary !== from.itinerary) return undefined;
       const base: DvmStatus = { ...current.status, ...transition.statusUpdate };
       const nowIso = new Date(this.clock.now()).toISOString();
-      const generation = current.metadata.generation;
+      // The generation the decision was made on: a spec edited meanwhile stays visible as a mismatch.
+      const generation = fresh.metadata.generation;
       if (transition.result === "failed") {
         return enterFailure(base, from.phase, transition.errors ?? [], transition.category ?? "Critical", generation, nowIso);
       }
@@ -288,6 +317,60 @@ export class PhaseRunner {
     throw new KubeApiError(`status of ${fresh.metadata.namespace}/${fresh.metadata.name} kept changing under ${STATUS_WRITE_ATTEMPTS} writes`, 409, "Conflict");
   }
 
+  /** The DVM is being deleted: carry the deletion one step further (deletion.ts). */
+  private async onDeletion(dvm: DirectVolumeMigration): Promise<RunResult> {
+    const { namespace, name, uid } = dvm.metadata;
+    const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: DELETING });
+    const step = await continueDeletion({ store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log }, dvm);
+    switch (step.kind) {
+      case "leaseHeld":
+        log.info("deletion waits for a running phase", { phases: step.phases });
+        return { kind: "busy", phase: DELETING, retryAfterMs: step.retryAfterMs };
+      case "terminating":
+        return { kind: "waiting", phase: DELETING, reason: step.reason, requeueAfterMs: POLL_REQUEUE_MS };
+      case "released":
+        return { kind: "gone" };
+    }
+  }
+
+  /**
+   * Puts the finalizer on a DVM before anything is created for it, so that deleting it always cleans up.
+   * Ledger entries an older version wrote with a TTL get theirs removed: the DVM still exists.
+   */
+  private async adopt(dvm: DirectVolumeMigration): Promise<{ kind: "adopted"; dvm: DirectVolumeMigration } | { kind: "not"; result: RunResult }> {
+    await this.options.ledger.keep(dvm.metadata.uid);
+    try {
+      return { kind: "adopted", dvm: await this.options.store.writeFinalizers(dvm, [...(dvm.metadata.finalizers ?? []), DVM_FINALIZER]) };
+    } catch (error) {
+      if (!(error instanceof KubeApiError)) throw error;
+      if (error.isNotFound) return { kind: "not", result: { kind: "gone" } };
+      // Changed (or being deleted) since the read: decide again from a fresh read.
+      if (error.isConflict) return { kind: "not", result: { kind: "busy", phase: dvm.status.phase ?? "Started", retryAfterMs: 0 } };
+      throw error;
+    }
+  }
+
+  /**
+   * A status that does not parse must never read as "not started": the DVM is stopped with a durable
+   * condition naming the fields, and stays stopped until someone fixes the status and removes the
+   * condition (or creates a new DVM).
+   */
+  private async stopUnreadable(dvm: DirectVolumeMigration, problem: string, stats: RunStats): Promise<RunResult> {
+    const { namespace, name, uid } = dvm.metadata;
+    const message = `The status cannot be read (${problem}); the migration is stopped so that it never starts again from the beginning. Fix the status and remove this condition to resume, or create a new DVM.`;
+    const wrote = await this.guardedWrite(dvm, stats, (current) => {
+      if (findCondition(current.status.conditions, CONDITION.StatusUnreadable)?.status === "True") return undefined;
+      const conditions = setCondition(
+        current.status.conditions ?? [],
+        { type: CONDITION.StatusUnreadable, status: "True", category: "Critical", reason: "StatusUnreadable", message, durable: true },
+        new Date(this.clock.now()).toISOString(),
+      );
+      return { ...current.status, conditions };
+    });
+    if (wrote) this.log.error("DVM stopped: its status cannot be read", { dvm: `${namespace}/${name}`, uid, problem });
+    return { kind: "stopped", reason: message };
+  }
+
   private async retryLater(fresh: DirectVolumeMigration, position: Position, claim: Claim, error: unknown, log: Logger, stats: RunStats): Promise<RunResult> {
     const message = error instanceof Error ? error.message : String(error);
     log.warn("phase attempt failed; will retry", { error: message });
@@ -315,6 +398,27 @@ export class PhaseRunner {
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
+}
+
+/** What RunResults call the deletion of a DVM (it is no phase of any itinerary). */
+const DELETING = "Deleting";
+
+/** Why the status cannot be trusted: it does not parse, or it was stopped for that before. */
+function unreadableStatus(dvm: DirectVolumeMigration): string | undefined {
+  if (dvm.statusIssues?.length) return dvm.statusIssues.join("; ");
+  const stopped = findCondition(dvm.status.conditions, CONDITION.StatusUnreadable);
+  return stopped?.status === "True" ? (stopped.message ?? "stopped earlier") : undefined;
+}
+
+/**
+ * A DVM's spec is immutable once its migration started (the CRD refuses edits); an edit that got through
+ * anyway (a CRD without the rule) fails the migration rather than running later phases for a spec the
+ * earlier ones never saw. The failure itinerary only cleans up, so it goes on whatever the spec says.
+ */
+function specChangeOf(dvm: DirectVolumeMigration, position: Position): string | undefined {
+  const observed = dvm.status.observedGeneration;
+  if (observed === undefined || observed === dvm.metadata.generation || position.itinerary === "VolumeMigrationFailed") return undefined;
+  return `spec: changed after the migration started (generation ${observed} -> ${dvm.metadata.generation}); the spec of a DirectVolumeMigration cannot change, create a new DVM for the new spec`;
 }
 
 /** The status fields a body decided, in the shape the ledger records them (absent when there are none). */

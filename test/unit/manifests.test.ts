@@ -83,6 +83,7 @@ const EXPECTED: Record<string, string[]> = {
   "dvm-relay-pods": ["core/pods list", "core/pods watch"],
   "dvm-phase-functions-host": [
     `${DVM_GROUP}/${DVM_PLURAL} get`, // KubeDvmStore.get: the fresh read
+    `${DVM_GROUP}/${DVM_PLURAL} patch`, // KubeDvmStore.writeFinalizers: add / release the finalizer
     `${DVM_GROUP}/${DVM_PLURAL}/status patch`, // KubeDvmStore.writeStatus
     // OwnerReferencesPermissionEnforcement: progress records set blockOwnerDeletion on their DVM owner.
     `${DVM_GROUP}/${DVM_PLURAL}/finalizers update`,
@@ -170,8 +171,8 @@ describe("RBAC in infra/k8s", () => {
     expect(hostVerbs.filter((g) => g.startsWith("core/secrets ") && /(list|watch)$/.test(g))).toEqual([]);
     for (const { doc } of roles) {
       expect(grants(doc).filter((g) => g.startsWith("rbac.authorization.k8s.io/")), doc.metadata.name).toEqual([]);
-      // Only the trigger creates DVMs; nobody updates, patches or deletes one (status aside).
-      const allowedOnDvms = doc.metadata.name === "dvm-trigger" ? / (get|create)$/ : / (get|list|watch)$/;
+      // Only the trigger creates DVMs; only the phase functions patch one (its finalizer); nobody deletes one.
+      const allowedOnDvms = { "dvm-trigger": / (get|create)$/, "dvm-phase-functions-host": / (get|patch)$/ }[doc.metadata.name as string] ?? / (get|list|watch)$/;
       expect(grants(doc).filter((g) => g.startsWith(`${DVM_GROUP}/${DVM_PLURAL} `) && !allowedOnDvms.test(g)), doc.metadata.name).toEqual([]);
     }
   });

@@ -11,11 +11,12 @@
  *   claims (L of M: at N, attempt N, takeover BOOL, end S, endedAt N; see ClaimRecord)
  *   expiresAt (N, epoch seconds: the TTL attribute; set only once the DVM is gone, see retire())
  * outcome (M): result S, nextPhase S, finishedAt N, errors L of S, statusUpdate S (JSON of the status
- * fields the body decided), category S (of the Failed condition)
+ * fields the body decided), category S (of the Failed condition), warnings S (JSON of the conditions it raised)
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isPhaseName } from "../dvm/itinerary";
-import { ConditionCategorySchema, DvmStatusSchema } from "../dvm/types";
+import { z } from "zod";
+import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../dvm/types";
 import { LedgerError } from "./errors";
 import { parsePhaseKey, phaseKeyOf } from "./key";
 import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
@@ -40,6 +41,7 @@ export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
   if (outcome.errors && outcome.errors.length > 0) m.errors = { L: outcome.errors.map(s) };
   if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) m.statusUpdate = s(JSON.stringify(outcome.statusUpdate));
   if (outcome.category) m.category = s(outcome.category);
+  if (outcome.warnings && outcome.warnings.length > 0) m.warnings = s(JSON.stringify(outcome.warnings));
   return { M: m };
 }
 
@@ -115,7 +117,8 @@ export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
   const record: PhaseOutcomeRecord = { result, nextPhase, finishedAt: Number(m.finishedAt?.N ?? 0) };
   const errors = m.errors?.L?.flatMap((e) => (e.S === undefined ? [] : [e.S]));
   if (errors && errors.length > 0) record.errors = errors;
-  if (m.statusUpdate?.S !== undefined) record.statusUpdate = readStatusUpdate(item, m.statusUpdate.S);
+  if (m.statusUpdate?.S !== undefined) record.statusUpdate = readJson(item, "outcome.statusUpdate", m.statusUpdate.S, StatusUpdateSchema);
+  if (m.warnings?.S !== undefined) record.warnings = readJson(item, "outcome.warnings", m.warnings.S, WarningsSchema);
   if (m.category?.S !== undefined) {
     const category = ConditionCategorySchema.safeParse(m.category.S);
     if (!category.success) throw malformed(item, `outcome.category ${JSON.stringify(m.category.S)}`);
@@ -124,16 +127,19 @@ export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
   return record;
 }
 
-/** A recorded status update is replayed into the DVM's status, so it is checked as strictly as a status read. */
-function readStatusUpdate(item: Item, json: string): PhaseOutcomeRecord["statusUpdate"] {
+const StatusUpdateSchema = DvmStatusSchema.partial();
+const WarningsSchema = z.array(ConditionSchema.omit({ lastTransitionTime: true }));
+
+/** What a completion recorded is replayed into the DVM's status, so it is checked as strictly as a status read. */
+function readJson<T>(item: Item, field: string, json: string, schema: z.ZodType<T>): T {
   let raw: unknown;
   try {
     raw = JSON.parse(json);
   } catch {
-    throw malformed(item, "outcome.statusUpdate is not JSON");
+    throw malformed(item, `${field} is not JSON`);
   }
-  const parsed = DvmStatusSchema.partial().safeParse(raw);
-  if (!parsed.success) throw malformed(item, `outcome.statusUpdate: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw malformed(item, `${field}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
   return parsed.data;
 }
 
@@ -179,7 +185,10 @@ export function validateOutcome(outcome: PhaseOutcome): PhaseOutcome {
   if (outcome.errors !== undefined && (!Array.isArray(outcome.errors) || outcome.errors.some((e) => typeof e !== "string"))) {
     throw new LedgerError("invalid phase outcome: errors must be a list of strings");
   }
-  if (outcome.statusUpdate !== undefined && !DvmStatusSchema.partial().safeParse(outcome.statusUpdate).success) {
+  if (outcome.warnings !== undefined && !WarningsSchema.safeParse(outcome.warnings).success) {
+    throw new LedgerError("invalid phase outcome: warnings must be conditions");
+  }
+  if (outcome.statusUpdate !== undefined && !StatusUpdateSchema.safeParse(outcome.statusUpdate).success) {
     throw new LedgerError("invalid phase outcome: statusUpdate is not a valid part of a DVM status");
   }
   if (outcome.category !== undefined && !ConditionCategorySchema.safeParse(outcome.category).success) {

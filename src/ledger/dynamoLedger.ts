@@ -171,6 +171,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
     if (outcome.errors && outcome.errors.length > 0) record.errors = [...outcome.errors];
     if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) record.statusUpdate = outcome.statusUpdate;
     if (outcome.category) record.category = outcome.category;
+    if (outcome.warnings && outcome.warnings.length > 0) record.warnings = outcome.warnings;
     const ending = endClaimRecord(claim, this.claimRecords.get(claim), "completed", now);
     const result = await this.write("complete", key, {
       condition: "#state = :running AND #attempt = :attempt",

@@ -4,7 +4,7 @@
  * claim's attempt number as a fencing token.
  */
 import type { PhaseName } from "../dvm/itinerary";
-import type { ConditionCategory, DvmStatus } from "../dvm/types";
+import type { Condition, ConditionCategory, DvmStatus } from "../dvm/types";
 
 export interface LedgerKey {
   uid: string;
@@ -40,6 +40,8 @@ export interface PhaseOutcome {
   statusUpdate?: Partial<DvmStatus>;
   /** The category of the Failed condition when result is "failed" (default Critical). */
   category?: ConditionCategory;
+  /** Conditions the body raised with its outcome (e.g. files vanished), set durable by the transition. */
+  warnings?: Omit<Condition, "lastTransitionTime">[];
 }
 
 export interface PhaseOutcomeRecord extends PhaseOutcome {

@@ -53,12 +53,15 @@ export interface PhaseContext {
 export type StatusUpdate = Partial<Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">>;
 
 export type PhaseOutcome =
-  /** The phase is done; the runner records it and moves the DVM to the next step. */
-  | { kind: "advance"; status?: StatusUpdate }
+  /**
+   * The phase is done; the runner records it and moves the DVM to the next step. Warnings given here are
+   * kept past the phase change (durable), recorded with the completion like the status update.
+   */
+  | { kind: "advance"; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] }
   /** Not yet: poll again after `afterMs` (or on the next event). Warnings are re-asserted each poll. */
   | { kind: "wait"; reason: string; afterMs?: number; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] }
   /** The migration cannot succeed: go to the failure itinerary with these errors (each names its subject). */
-  | { kind: "fail"; errors: string[]; category?: "Critical" | "Warn"; status?: StatusUpdate };
+  | { kind: "fail"; errors: string[]; category?: "Critical" | "Warn"; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] };
 
 export type PhaseBody = (ctx: PhaseContext) => Promise<PhaseOutcome>;
 

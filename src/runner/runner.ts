@@ -8,7 +8,7 @@
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
 import { systemClock, type Clock } from "../clock";
-import { CONDITION, findCondition, setCondition } from "../dvm/conditions";
+import { CONDITION, findCondition, setCondition, type ConditionInput } from "../dvm/conditions";
 import { nextPhase, phaseSpec, POLL_REQUEUE_MS, type ExecutablePhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
 import { DVM_FINALIZER, parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
@@ -191,7 +191,7 @@ export class PhaseRunner {
       case "advance": {
         const next = nextPhase(position.itinerary, position.phase);
         // The status update is recorded with the completion: a repair after a crash replays exactly it.
-        const recorded = await ledger.complete(claim, { result: "advanced", nextPhase: next, ...statusUpdateOf(outcome.status) });
+        const recorded = await ledger.complete(claim, { result: "advanced", nextPhase: next, ...decidedBy(outcome) });
         await this.writeTransition(fresh, position, recorded, stats);
         log.info("phase completed", { next });
         return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
@@ -200,8 +200,8 @@ export class PhaseRunner {
         // Cleanup after a failure is best effort: a failing cleanup step records its errors and moves on.
         const inFailure = position.itinerary === "VolumeMigrationFailed";
         const transition: RecordedOutcome = inFailure
-          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors, ...statusUpdateOf(outcome.status) }
-          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors, category: outcome.category ?? "Critical", ...statusUpdateOf(outcome.status) };
+          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors, ...decidedBy(outcome) }
+          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors, category: outcome.category ?? "Critical", ...decidedBy(outcome) };
         const recorded = await ledger.complete(claim, transition);
         await this.writeTransition(fresh, position, recorded, stats);
         log.warn("phase failed the migration", { errors: outcome.errors, next: transition.nextPhase });
@@ -266,8 +266,10 @@ export class PhaseRunner {
     return this.guardedWrite(fresh, stats, (current) => {
       const position = positionOf(current.status, migrationTypeOf(current));
       if (position.phase !== from.phase || position.itinerary !== from.itinerary) return undefined;
-      const base: DvmStatus = { ...current.status, ...transition.statusUpdate };
       const nowIso = new Date(this.clock.now()).toISOString();
+      let base: DvmStatus = { ...current.status, ...transition.statusUpdate };
+      // A completed phase's warnings outlive the phase change: they describe its result.
+      for (const warning of transition.warnings ?? []) base = { ...base, conditions: setCondition(base.conditions ?? [], { ...warning, durable: true }, nowIso) };
       // The generation the decision was made on: a spec edited meanwhile stays visible as a mismatch.
       const generation = fresh.metadata.generation;
       if (transition.result === "failed") {
@@ -421,9 +423,12 @@ function specChangeOf(dvm: DirectVolumeMigration, position: Position): string | 
   return `spec: changed after the migration started (generation ${observed} -> ${dvm.metadata.generation}); the spec of a DirectVolumeMigration cannot change, create a new DVM for the new spec`;
 }
 
-/** The status fields a body decided, in the shape the ledger records them (absent when there are none). */
-function statusUpdateOf(update: StatusUpdate | undefined): { statusUpdate?: Partial<DvmStatus> } {
-  return update && Object.keys(update).length > 0 ? { statusUpdate: update } : {};
+/** What a body decided for the status, in the shape the ledger records it with the completion. */
+function decidedBy(outcome: { status?: StatusUpdate; warnings?: ConditionInput[] }): Pick<RecordedOutcome, "statusUpdate" | "warnings"> {
+  return {
+    ...(outcome.status && Object.keys(outcome.status).length > 0 ? { statusUpdate: outcome.status } : {}),
+    ...(outcome.warnings && outcome.warnings.length > 0 ? { warnings: outcome.warnings } : {}),
+  };
 }
 
 function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {

@@ -71,6 +71,16 @@ describe("a crash between the ledger completion and the status write", () => {
     expect(entry?.outcome?.statusUpdate).toEqual(status);
   });
 
+  it("keeps the warnings the body raised with its outcome (files vanished) past the phase change", async () => {
+    const warning = { type: "RsyncFilesVanished", status: "True" as const, category: "Warn" as const, reason: "SourceFilesVanished", message: "app/data: 2 files vanished during the transfer" };
+    const runner = new PhaseRunner({ store, ledger, clusters: resolver, bodies: bodiesWith(async () => ({ kind: "advance", status: { rsyncOperations: [{ pvcReference: PVC, currentAttempt: 1, succeeded: true }] }, warnings: [warning] })) });
+    await runWithCrashAfterRsync(runner);
+    const done = store.current().status;
+    expect(done.phase).toBe("Completed");
+    expect(findCondition(done.conditions, "RsyncFilesVanished")).toMatchObject({ ...warning, durable: true });
+    expect(findCondition(done.conditions, "Succeeded")?.status).toBe("True");
+  });
+
   it("keeps a failure's category and its per-PVC results", async () => {
     const status: StatusUpdate = { rsyncOperations: [{ pvcReference: PVC, currentAttempt: 3, failed: true }], failedPods: [POD] };
     const runner = new PhaseRunner({

@@ -16,6 +16,7 @@ import {
   type LedgerKey,
 } from "../../src/ledger";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { missing } from "../support/requirements";
 
 const LEASE_MS = 10_000;
 // Real time as the base: DynamoDB Local runs TTL, so an entry whose expiresAt (clock + retention) lies
@@ -39,7 +40,7 @@ function claimed(result: ClaimResult): Claim {
   return result.claim;
 }
 
-describe.runIf(dynamoEndpoint())("DynamoPhaseLedger on DynamoDB", () => {
+describe.skipIf(missing("DynamoDB (the dynamo test service)", dynamoEndpoint(), "run without DVM_TEST_SERVICES, or fetch it: bash infra/dynamodb/fetch.sh"))("DynamoPhaseLedger on DynamoDB", () => {
   let table: FreshTable;
   const clock = new ManualClock();
   const ledgerWith = (client: LedgerDynamoClient = table.client, now = clock.now) =>

@@ -116,11 +116,16 @@ export class BodyLease implements PhaseLease {
 
   /** Wraps the clusters so a body that ignores its signal still cannot change anything after the stop. */
   fence(clusters: MigrationClusters): MigrationClusters {
+    // The clock is asked too: a process frozen past its deadline may resume before its timer fires.
+    const stopped = (): Error | undefined => {
+      if (!this.signal.aborted && this.options.clock.now() >= this.deadline()) this.abort(new LeaseDeadlineError(this.deadline() - this.startedAt));
+      return this.signal.aborted ? (this.signal.reason as Error) : undefined;
+    };
     return {
       ...clusters,
-      host: fencedCluster(clusters.host, this.signal),
-      source: fencedCluster(clusters.source, this.signal),
-      destination: fencedCluster(clusters.destination, this.signal),
+      host: fencedCluster(clusters.host, stopped),
+      source: fencedCluster(clusters.source, stopped),
+      destination: fencedCluster(clusters.destination, stopped),
     };
   }
 
@@ -151,10 +156,11 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref?.());
 }
 
-/** A Cluster whose every call is refused once `signal` has aborted (the lease is no longer ours). */
-export function fencedCluster(cluster: Cluster, signal: AbortSignal): Cluster {
+/** A Cluster whose every call is refused once `stopped()` names a reason (the lease is no longer ours). */
+export function fencedCluster(cluster: Cluster, stopped: () => Error | undefined): Cluster {
   const check = () => {
-    if (signal.aborted) throw signal.reason;
+    const reason = stopped();
+    if (reason) throw reason;
   };
   return {
     name: cluster.name,

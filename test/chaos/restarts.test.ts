@@ -66,6 +66,7 @@ describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)
     expect(report.injected.apiserverRestarts).toBeGreaterThan(0);
     expect(report.injected.relayRestarts).toBe(1);
     expect(ours.dynamo!.throttled + ours.dynamo!.serverErrors).toBeGreaterThan(0);
+    expect(ours.dynamo!.lostReplies).toBeGreaterThan(0);
     expect(report.injected.conflictPatches).toBeGreaterThan(0);
     expectInvariants(ours, ours.repeats.crashed + ours.timeouts);
   });

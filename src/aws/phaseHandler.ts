@@ -24,9 +24,14 @@ export interface PhaseHandlerOptions {
   metrics: MetricsWriter;
 }
 
-export function createPhaseHandler(options: PhaseHandlerOptions): (event: unknown) => Promise<PhaseFunctionResult> {
+/** The part of Lambda's context the handler reads: how long the invocation may still run. */
+export interface InvocationTime {
+  getRemainingTimeInMillis(): number;
+}
+
+export function createPhaseHandler(options: PhaseHandlerOptions): (event: unknown, context?: InvocationTime) => Promise<PhaseFunctionResult> {
   const { metrics } = options;
-  return async (event) => {
+  return async (event, context) => {
     const parsed = parseReconcileEvent(event);
     if (!parsed.ok) {
       // An async retry would fail the same way: log what to fix and return, so nothing retries it.
@@ -39,7 +44,9 @@ export function createPhaseHandler(options: PhaseHandlerOptions): (event: unknow
     const log = options.log.child({ dvm: `${request.namespace}/${request.name}`, uid: request.uid });
     try {
       const runner = await options.runner();
-      const { result, stats } = await runner.runWithStats(request);
+      // Lambda's timeout bounds the body too: the runner stops it early enough to record the attempt.
+      const remainingMs = context?.getRemainingTimeInMillis();
+      const { result, stats } = remainingMs === undefined ? await runner.runWithStats(request) : await runner.runWithStats(request, { hostDeadlineAt: Date.now() + remainingMs });
       recordRun(metrics, result, stats);
       return result;
     } catch (error) {

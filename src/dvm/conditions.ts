@@ -11,6 +11,10 @@ export const CONDITION = {
   Failed: "Failed",
   InvalidSpec: "InvalidSpec",
   PhaseRetrying: "PhaseRetrying",
+  /** The stored status does not parse: the DVM is stopped rather than started again from the beginning. */
+  StatusUnreadable: "StatusUnreadable",
+  /** rsync finished but some source files vanished while it ran (exit code 24): a warning, not a failure. */
+  RsyncFilesVanished: "RsyncFilesVanished",
   RsyncEndpointNotReady: "RsyncEndpointNotReady",
   RsyncTransferPodsPending: "RsyncTransferPodsPending",
   RsyncClientPodsPending: "RsyncClientPodsPending",

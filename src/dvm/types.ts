@@ -11,6 +11,11 @@ export const DVM_KIND = "DirectVolumeMigration";
 export const DVM_PLURAL = "directvolumemigrations";
 export const DVMP_KIND = "DirectVolumeMigrationProgress";
 export const DVMP_PLURAL = "directvolumemigrationprogresses";
+/**
+ * Held on every DVM the controller has started: deleting the DVM (kubectl delete, `dvm cancel`) then
+ * waits until its transfer objects are removed from both clusters, and the controller releases it.
+ */
+export const DVM_FINALIZER = "migration.openshift.io/transfer-cleanup";
 
 const dnsName = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS-1123 name");
 
@@ -145,6 +150,9 @@ export interface DvmMetadata {
   generation: number;
   resourceVersion: string;
   creationTimestamp?: string;
+  /** Set once the DVM is being deleted; it stays until every finalizer is released. */
+  deletionTimestamp?: string;
+  finalizers?: string[];
   labels?: Record<string, string>;
 }
 
@@ -155,6 +163,11 @@ export interface DirectVolumeMigration {
   metadata: DvmMetadata;
   spec: unknown;
   status: DvmStatus;
+  /**
+   * Set when the status as stored does not parse ("status.field: message"); `status` then holds only the
+   * conditions, when they parse. Such a DVM is stopped, never restarted from the beginning.
+   */
+  statusIssues?: string[];
 }
 
 /** A spec problem, named by its field path, e.g. "spec.persistentVolumeClaims[1].targetStorageClass". */
@@ -164,10 +177,12 @@ export interface SpecIssue {
 }
 
 export function formatFieldPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (acc, part) => (typeof part === "number" ? `${acc}[${part}]` : `${acc}.${String(part)}`),
-    "spec",
-  );
+  return formatIssuePath("spec", path);
+}
+
+/** "status.conditions[2].status" from a root and a zod issue path. */
+export function formatIssuePath(root: string, path: readonly PropertyKey[]): string {
+  return path.reduce<string>((acc, part) => (typeof part === "number" ? `${acc}[${part}]` : `${acc}.${String(part)}`), root);
 }
 
 export type SpecParseResult = { ok: true; spec: DvmSpec } | { ok: false; issues: SpecIssue[] };

@@ -10,7 +10,7 @@
 import type { LedgerEntry } from "../ledger";
 import { silentLogger, type Logger } from "../log";
 import type { ReconcileRequest, RunResult, RunStats } from "../runner/request";
-import type { RunnerOptions } from "../runner/runner";
+import type { RunnerOptions, RunOptions } from "../runner/runner";
 import { DEFAULT_EVENT_SOURCE, completionEvents, eventsWanted, type DvmRef } from "./outgoing";
 import type { EventPublisher, FlushResult } from "./publisher";
 
@@ -43,7 +43,7 @@ export function phaseEventsHook(options: PhaseEventsOptions): NonNullable<Runner
 }
 
 export interface RunnerLike {
-  runWithStats(request: ReconcileRequest): Promise<{ result: RunResult; stats: RunStats }>;
+  runWithStats(request: ReconcileRequest, options?: RunOptions): Promise<{ result: RunResult; stats: RunStats }>;
 }
 
 /** What functions/phase.ts needs of a runner. */
@@ -70,9 +70,9 @@ export function withEventFlush(runner: RunnerLike, options: EventFlushOptions): 
       log.warn("flushing events failed; the invocation goes on", { error: error instanceof Error ? error.message : String(error) });
     }
   };
-  const runWithStats = async (request: ReconcileRequest) => {
+  const runWithStats = async (request: ReconcileRequest, runOptions?: RunOptions) => {
     try {
-      return await runner.runWithStats(request);
+      return await runner.runWithStats(request, runOptions);
     } finally {
       await flush();
     }

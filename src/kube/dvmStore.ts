@@ -3,7 +3,8 @@
  * resourceVersion that was read: a write based on an old read is refused (409) instead of overwriting.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { DVM_API_VERSION, DVM_PLURAL, DvmStatusSchema, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
+import { z } from "zod";
+import { ConditionSchema, DVM_API_VERSION, DVM_PLURAL, DvmStatusSchema, formatIssuePath, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
 import { toKubeApiError } from "./errors";
 import { KubeRest, resourcePath } from "./rest";
 
@@ -15,6 +16,11 @@ export interface DvmStore {
    * `resourceVersion`. Returns the new resourceVersion.
    */
   writeStatus(dvm: DirectVolumeMigration, status: DvmStatus): Promise<string>;
+  /**
+   * Replace metadata.finalizers, refused with a conflict when the object changed since `resourceVersion`.
+   * Returns the DVM as written.
+   */
+  writeFinalizers(dvm: DirectVolumeMigration, finalizers: string[]): Promise<DirectVolumeMigration>;
 }
 
 /** A JSON merge patch that turns `before` into `after` at the top level (null deletes a key). */
@@ -30,9 +36,15 @@ export function statusMergePatch(before: DvmStatus, after: DvmStatus): Record<st
 export function toDvm(raw: unknown): DirectVolumeMigration {
   const obj = raw as DirectVolumeMigration;
   const status = DvmStatusSchema.safeParse(obj.status ?? {});
-  // A status this controller cannot read is treated as empty: the itinerary starts over, the ledger
-  // keeps completed phases from running again.
-  return { ...obj, status: status.success ? status.data : {} };
+  if (status.success) return { ...obj, status: status.data };
+  // A status this controller cannot read must never read as "not started": the runner stops such a DVM
+  // with a condition (kept from the conditions when they still parse) instead of starting it over.
+  const conditions = z.array(ConditionSchema).safeParse((obj.status as { conditions?: unknown } | null | undefined)?.conditions);
+  return {
+    ...obj,
+    status: conditions.success ? { conditions: conditions.data } : {},
+    statusIssues: status.error.issues.map((issue) => `${formatIssuePath("status", issue.path)}: ${issue.message}`),
+  };
 }
 
 export class KubeDvmStore implements DvmStore {
@@ -65,5 +77,19 @@ export class KubeDvmStore implements DvmStore {
       `write status of DirectVolumeMigration ${namespace}/${name}`,
     );
     return result.metadata.resourceVersion;
+  }
+
+  async writeFinalizers(dvm: DirectVolumeMigration, finalizers: string[]): Promise<DirectVolumeMigration> {
+    const { namespace, name, resourceVersion } = dvm.metadata;
+    const written = await this.rest.request(
+      {
+        method: "PATCH",
+        path: resourcePath(DVM_API_VERSION, DVM_PLURAL, namespace, name),
+        body: { metadata: { resourceVersion, finalizers } },
+        contentType: "application/merge-patch+json",
+      },
+      `write finalizers of DirectVolumeMigration ${namespace}/${name}`,
+    );
+    return toDvm(written);
   }
 }

@@ -9,10 +9,14 @@
  *   takeoversBeforeClaim (N, takeovers before the current attempt's claim)
  *   finishedAt (N ms)  elapsedMs (N, finishedAt - startedAt)  outcome (M)  lastError (S)  dvm (M)
  *   claims (L of M: at N, attempt N, takeover BOOL, end S, endedAt N; see ClaimRecord)
- *   expiresAt (N, epoch seconds: the TTL attribute)
+ *   expiresAt (N, epoch seconds: the TTL attribute; set only once the DVM is gone, see retire())
+ * outcome (M): result S, nextPhase S, finishedAt N, errors L of S, statusUpdate S (JSON of the status
+ * fields the body decided), category S (of the Failed condition), warnings S (JSON of the conditions it raised)
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { isPhaseName } from "../dvm/itinerary";
+import { z } from "zod";
+import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../dvm/types";
 import { LedgerError } from "./errors";
 import { parsePhaseKey, phaseKeyOf } from "./key";
 import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
@@ -35,6 +39,9 @@ export function encodeDvm(dvm: DvmRef): AttributeValue {
 export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
   const m: Item = { result: s(outcome.result), nextPhase: s(outcome.nextPhase), finishedAt: n(outcome.finishedAt) };
   if (outcome.errors && outcome.errors.length > 0) m.errors = { L: outcome.errors.map(s) };
+  if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) m.statusUpdate = s(JSON.stringify(outcome.statusUpdate));
+  if (outcome.category) m.category = s(outcome.category);
+  if (outcome.warnings && outcome.warnings.length > 0) m.warnings = s(JSON.stringify(outcome.warnings));
   return { M: m };
 }
 
@@ -110,7 +117,30 @@ export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
   const record: PhaseOutcomeRecord = { result, nextPhase, finishedAt: Number(m.finishedAt?.N ?? 0) };
   const errors = m.errors?.L?.flatMap((e) => (e.S === undefined ? [] : [e.S]));
   if (errors && errors.length > 0) record.errors = errors;
+  if (m.statusUpdate?.S !== undefined) record.statusUpdate = readJson(item, "outcome.statusUpdate", m.statusUpdate.S, StatusUpdateSchema);
+  if (m.warnings?.S !== undefined) record.warnings = readJson(item, "outcome.warnings", m.warnings.S, WarningsSchema);
+  if (m.category?.S !== undefined) {
+    const category = ConditionCategorySchema.safeParse(m.category.S);
+    if (!category.success) throw malformed(item, `outcome.category ${JSON.stringify(m.category.S)}`);
+    record.category = category.data;
+  }
   return record;
+}
+
+const StatusUpdateSchema = DvmStatusSchema.partial();
+const WarningsSchema = z.array(ConditionSchema.omit({ lastTransitionTime: true }));
+
+/** What a completion recorded is replayed into the DVM's status, so it is checked as strictly as a status read. */
+function readJson<T>(item: Item, field: string, json: string, schema: z.ZodType<T>): T {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw malformed(item, `${field} is not JSON`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw malformed(item, `${field}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+  return parsed.data;
 }
 
 export function decodeEntry(item: Item): LedgerEntry {
@@ -154,6 +184,15 @@ export function validateOutcome(outcome: PhaseOutcome): PhaseOutcome {
   }
   if (outcome.errors !== undefined && (!Array.isArray(outcome.errors) || outcome.errors.some((e) => typeof e !== "string"))) {
     throw new LedgerError("invalid phase outcome: errors must be a list of strings");
+  }
+  if (outcome.warnings !== undefined && !WarningsSchema.safeParse(outcome.warnings).success) {
+    throw new LedgerError("invalid phase outcome: warnings must be conditions");
+  }
+  if (outcome.statusUpdate !== undefined && !StatusUpdateSchema.safeParse(outcome.statusUpdate).success) {
+    throw new LedgerError("invalid phase outcome: statusUpdate is not a valid part of a DVM status");
+  }
+  if (outcome.category !== undefined && !ConditionCategorySchema.safeParse(outcome.category).success) {
+    throw new LedgerError(`invalid phase outcome: category ${JSON.stringify(outcome.category)} is not a condition category`);
   }
   return outcome;
 }

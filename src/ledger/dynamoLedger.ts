@@ -60,7 +60,7 @@ export interface DynamoLedgerOptions {
   tableName: string;
   /** Milliseconds since the epoch; drives leases and timings. Default Date.now. */
   now?: () => number;
-  /** How long entries live after their last write (the TTL attribute expiresAt). Default 30 days. */
+  /** How long entries live once their DVM is gone (retire() sets the TTL attribute expiresAt). Default 30 days. */
   retentionDays?: number;
   /** Backoff for transient DynamoDB errors. Default: 5 tries, 25 ms base, 1 s cap, full jitter. */
   retry?: Partial<RetryPolicy>;
@@ -126,7 +126,6 @@ export class DynamoPhaseLedger implements PhaseLedger {
       ":holder": s(holder),
       ":phase": s(key.phase),
       ":generation": n(key.generation),
-      ":expiresAt": n(this.expiresAt(now)),
     };
     let update =
       "SET #state = :running, #attempt = if_not_exists(#attempt, :zero) + :one, #holder = :holder," +
@@ -138,7 +137,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
       " #takeovers = if_not_exists(#attempt, :zero) - if_not_exists(#settledAttempts, :zero)," +
       " #settledAttempts = if_not_exists(#settledAttempts, :zero), #waits = if_not_exists(#waits, :zero)," +
       " #failures = if_not_exists(#failures, :zero), #phase = :phase, #generation = :generation," +
-      " #updatedAt = :now, #expiresAt = :expiresAt," +
+      " #updatedAt = :now," +
       // The claim's own record, for timelines; the write that ends this attempt completes or drops it.
       " #claims = list_append(if_not_exists(#claims, :noClaims), :claimRecord)";
     values[":noClaims"] = { L: [] };
@@ -147,6 +146,8 @@ export class DynamoPhaseLedger implements PhaseLedger {
       update += ", #dvm = :dvm";
       values[":dvm"] = encodeDvm(opts.dvm);
     }
+    // A live DVM's entries never expire (retire() starts their retention once it is gone).
+    update += " REMOVE #expiresAt";
     const result = await this.write("claim", key, {
       condition:
         "attribute_not_exists(#uid) OR (#state <> :completed AND (#state <> :running OR #leaseExpiresAt < :now))",
@@ -168,19 +169,21 @@ export class DynamoPhaseLedger implements PhaseLedger {
     const now = this.now();
     const record: PhaseOutcomeRecord = { result: outcome.result, nextPhase: outcome.nextPhase, finishedAt: now };
     if (outcome.errors && outcome.errors.length > 0) record.errors = [...outcome.errors];
+    if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) record.statusUpdate = outcome.statusUpdate;
+    if (outcome.category) record.category = outcome.category;
+    if (outcome.warnings && outcome.warnings.length > 0) record.warnings = outcome.warnings;
     const ending = endClaimRecord(claim, this.claimRecords.get(claim), "completed", now);
     const result = await this.write("complete", key, {
       condition: "#state = :running AND #attempt = :attempt",
       update:
         "SET #state = :completed, #finishedAt = :now, #elapsedMs = :now - #startedAt, #outcome = :outcome," +
-        ` #updatedAt = :now, #expiresAt = :expiresAt${ending.set} REMOVE #leaseExpiresAt${ending.remove}`,
+        ` #updatedAt = :now${ending.set} REMOVE #leaseExpiresAt${ending.remove}`,
       values: {
         ":running": s("RUNNING"),
         ":completed": s("COMPLETED"),
         ":attempt": n(claim.attempt),
         ":now": n(now),
         ":outcome": encodeOutcome(record),
-        ":expiresAt": n(this.expiresAt(now)),
         ...ending.values,
       },
     });
@@ -191,6 +194,52 @@ export class DynamoPhaseLedger implements PhaseLedger {
       return readOutcome(current) ?? record;
     }
     throw lostClaim(key, claim.attempt, current);
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<number> {
+    const key = validateLedgerKey(claim.key);
+    if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new LedgerError(`renew ${describeKey(key)}: leaseMs must be a positive number (got ${leaseMs})`);
+    const now = this.now();
+    const leaseExpiresAt = now + leaseMs;
+    // The attempt number is the fencing token: a renewal after a takeover is refused, never applied.
+    // Retrying a renewal whose first try went through is harmless (same condition, a later expiry).
+    const result = await this.write("renew", key, {
+      condition: "#state = :running AND #attempt = :attempt",
+      update: "SET #leaseExpiresAt = :leaseExpiresAt, #updatedAt = :now",
+      values: { ":running": s("RUNNING"), ":attempt": n(claim.attempt), ":leaseExpiresAt": n(leaseExpiresAt), ":now": n(now) },
+    });
+    if (!result.ok) throw lostClaim(key, claim.attempt, result.current);
+    return leaseExpiresAt;
+  }
+
+  async retire(rawUid: string): Promise<void> {
+    const expiresAt = this.expiresAt(this.now());
+    await this.setExpiry(rawUid, "retire", "SET #expiresAt = :expiresAt", { ":expiresAt": n(expiresAt) });
+  }
+
+  async keep(rawUid: string): Promise<void> {
+    await this.setExpiry(rawUid, "keep", "REMOVE #expiresAt", {});
+  }
+
+  /** One unconditional update of every entry of a DVM (only the TTL attribute changes). */
+  private async setExpiry(rawUid: string, operation: string, update: string, values: Item): Promise<void> {
+    for (const entry of await this.history(rawUid)) {
+      await this.send(operation, describeKey(entry.key), () =>
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: itemKey(entry.key),
+            // Only existing items: an entry removed meanwhile must not come back as a stub.
+            ConditionExpression: "attribute_exists(#uid)",
+            UpdateExpression: update,
+            ExpressionAttributeNames: attributeNames("#uid", update),
+            ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+          }),
+        ),
+      ).catch((error: unknown) => {
+        if (!isConditionalCheckFailed(error)) throw error;
+      });
+    }
   }
 
   async fail(claim: Claim, error: string): Promise<void> {
@@ -239,14 +288,13 @@ export class DynamoPhaseLedger implements PhaseLedger {
       condition: "#state = :running AND #attempt = :attempt",
       update:
         `SET #state = :state, ${counters}, #settledAttempts = #settledAttempts + :one,` +
-        ` #updatedAt = :now, #expiresAt = :expiresAt${ending.set} REMOVE #leaseExpiresAt${ending.remove}`,
+        ` #updatedAt = :now${ending.set} REMOVE #leaseExpiresAt${ending.remove}`,
       values: {
         ":running": s("RUNNING"),
         ":state": s(state),
         ":attempt": n(claim.attempt),
         ":one": n(1),
         ":now": n(now),
-        ":expiresAt": n(this.expiresAt(now)),
         ...extraValues,
         ...ending.values,
       },

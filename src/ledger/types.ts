@@ -4,6 +4,7 @@
  * claim's attempt number as a fencing token.
  */
 import type { PhaseName } from "../dvm/itinerary";
+import type { Condition, ConditionCategory, DvmStatus } from "../dvm/types";
 
 export interface LedgerKey {
   uid: string;
@@ -32,6 +33,15 @@ export interface PhaseOutcome {
   result: PhaseResult;
   nextPhase: PhaseName;
   errors?: string[];
+  /**
+   * The status fields the body decided (per-PVC results, pod lists), recorded with the completion so a
+   * repair after a crash before the status write re-applies exactly what the body decided.
+   */
+  statusUpdate?: Partial<DvmStatus>;
+  /** The category of the Failed condition when result is "failed" (default Critical). */
+  category?: ConditionCategory;
+  /** Conditions the body raised with its outcome (e.g. files vanished), set durable by the transition. */
+  warnings?: Omit<Condition, "lastTransitionTime">[];
 }
 
 export interface PhaseOutcomeRecord extends PhaseOutcome {
@@ -92,10 +102,22 @@ export interface ClaimOptions {
 export interface PhaseLedger {
   claim(key: LedgerKey, opts: ClaimOptions): Promise<ClaimResult>;
   complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord>;
+  /**
+   * Heartbeat: extends the lease of a claim still held by this attempt to now + leaseMs and returns the
+   * new expiry. Throws LostClaimError when the attempt no longer holds the entry (taken over, settled).
+   */
+  renew(claim: Claim, leaseMs: number): Promise<number>;
   /** The attempt failed with a transient error: record it, drop the lease, entry stays claimable. */
   fail(claim: Claim, error: string): Promise<void>;
   /** A wait phase said "not yet": drop the lease, entry stays claimable (counts a wait). */
   release(claim: Claim): Promise<void>;
   /** All entries of one DVM, oldest first. */
   history(uid: string): Promise<LedgerEntry[]>;
+  /**
+   * Entries never expire while their DVM exists. retire() starts the retention period of every entry of
+   * a DVM that is gone (called by the deletion path once nothing of it runs any more).
+   */
+  retire(uid: string): Promise<void>;
+  /** Takes the expiry off every entry of a DVM (entries written before retire() existed carried one). */
+  keep(uid: string): Promise<void>;
 }

@@ -4,7 +4,7 @@
  * themselves are the record of attempts (the newest attempt label wins), so a repeated poll or a
  * repeated body after a crash decides the same thing and adopts what exists: no generateName.
  */
-import { CONDITION } from "../dvm/conditions";
+import { CONDITION, type ConditionInput } from "../dvm/conditions";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject } from "../kube/objects";
 import { parseRsyncProgress, rsyncClientPod, type RsyncProgress } from "../transfer";
@@ -18,6 +18,10 @@ import { formatPvc, specField, type VolumePair } from "./volumes";
 export const CLIENT_ROLE = "rsync-client";
 const PENDING_WARN_AFTER_MS = 10 * 60_000;
 const LOG_TAIL_LINES = 20;
+/** rsync's "partial transfer due to vanished source files": everything that still existed was copied. */
+export const RSYNC_VANISHED_EXIT_CODE = 24;
+/** Enough of the log to count the "file has vanished" lines of a large volume. */
+const VANISHED_LOG_LINES = 10_000;
 
 type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown";
 
@@ -28,6 +32,8 @@ interface VolumeReport {
   pod: string;
   progress?: RsyncProgress;
   error?: string;
+  /** The transfer ended with exit code 24: files vanished; how many, when rsync's output says. */
+  vanished?: { count: number | undefined };
 }
 
 export function backOffLimit(ctx: Pick<PhaseContext, "spec">): number {
@@ -57,8 +63,12 @@ function attemptOf(pod: PodObject): number {
   return Number.isInteger(value) && value > 0 ? value : 0;
 }
 
+function rsyncTermination(pod: PodObject) {
+  return pod.status?.containerStatuses?.find((c) => c.name === "rsync")?.state?.terminated;
+}
+
 function terminationMessage(pod: PodObject): string {
-  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "rsync")?.state?.terminated;
+  const terminated = rsyncTermination(pod);
   const parts = [
     terminated ? `exit code ${terminated.exitCode}` : undefined,
     terminated?.reason,
@@ -75,9 +85,9 @@ function rsyncErrorLines(message: string): string {
   return (errors.length > 0 ? errors.slice(-3) : lines.slice(-2)).join(" ");
 }
 
-async function readProgress(ctx: PhaseContext, pod: PodObject): Promise<RsyncProgress | undefined> {
+async function readProgress(ctx: PhaseContext, pod: PodObject, tailLines = LOG_TAIL_LINES): Promise<RsyncProgress | undefined> {
   try {
-    const text = await ctx.clusters.source.podLogs(pod.metadata.namespace ?? "", pod.metadata.name, "rsync", LOG_TAIL_LINES);
+    const text = await ctx.clusters.source.podLogs(pod.metadata.namespace ?? "", pod.metadata.name, "rsync", tailLines);
     return text ? parseRsyncProgress(text) : undefined;
   } catch (error) {
     // Progress is informative only: an unreadable log must never stall or fail the transfer.
@@ -101,6 +111,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): 
     case "Succeeded":
       return { ...report, state: "succeeded", progress: { ...(await readProgress(ctx, latest)), percent: 100, finished: true } };
     case "Failed": {
+      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest);
       const error = terminationMessage(latest);
       if (attempt >= limit) return { ...report, state: "failed", error };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
@@ -124,6 +135,40 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): 
     default:
       return { ...report, state: "unknown" };
   }
+}
+
+/**
+ * Exit code 24: files vanished between rsync's file list and their transfer, which is normal on a live
+ * volume. Everything that still existed was copied, so the volume succeeded, with a warning that counts
+ * the vanished files (from the log, else from the termination message, which holds the log's end).
+ */
+async function vanishedReport(ctx: PhaseContext, report: Pick<VolumeReport, "pair" | "attempt" | "pod">, pod: PodObject): Promise<VolumeReport> {
+  const fromLog = await readProgress(ctx, pod, VANISHED_LOG_LINES);
+  const message = rsyncTermination(pod)?.message;
+  const fromMessage = message ? parseRsyncProgress(message).vanishedFiles : undefined;
+  const counts = [fromLog?.vanishedFiles, fromMessage].filter((n): n is number => n !== undefined);
+  const count = counts.length > 0 ? Math.max(...counts) : undefined;
+  ctx.log.info("rsync finished with vanished source files", { pvc: formatPvc(report.pair.from), vanished: count ?? "unknown" });
+  return { ...report, state: "succeeded", progress: { ...fromLog, percent: 100, finished: true }, vanished: { count } };
+}
+
+/** One Warn condition naming every PVC whose transfer lost files that vanished, with their count. */
+export function vanishedWarning(reports: readonly Pick<VolumeReport, "pair" | "vanished">[]): ConditionInput | undefined {
+  const vanished = reports.filter((r) => r.vanished);
+  if (vanished.length === 0) return undefined;
+  const parts = vanished.map((r) => {
+    const count = r.vanished!.count;
+    const files = count === undefined ? "an unknown number of files" : `${count} file${count === 1 ? "" : "s"}`;
+    return `${formatPvc(r.pair.from)}: ${files} vanished during the transfer`;
+  });
+  return {
+    type: CONDITION.RsyncFilesVanished,
+    status: "True",
+    category: "Warn",
+    reason: "SourceFilesVanished",
+    message: `rsync exit code 24 (files deleted while they were copied; everything else was transferred): ${parts.join("; ")}`,
+    durable: true,
+  };
 }
 
 function podProgress(report: VolumeReport): PodProgress {
@@ -186,15 +231,14 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
     reports.push(report);
   }
   const status = statusOf(reports);
+  const vanished = vanishedWarning(reports);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
   if (open.length > 0) {
     const pendingTooLong = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > PENDING_WARN_AFTER_MS && reports.some((r) => r.state === "pending");
-    return wait(`${open.length} of ${reports.length} volumes still transferring`, {
-      status,
-      warnings: pendingTooLong
-        ? [{ type: CONDITION.RsyncClientPodsPending, status: "True", category: "Warn", reason: "PodStuckInContainerCreating", message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}` }]
-        : [],
-    });
+    const warnings: ConditionInput[] = pendingTooLong
+      ? [{ type: CONDITION.RsyncClientPodsPending, status: "True", category: "Warn", reason: "PodStuckInContainerCreating", message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}` }]
+      : [];
+    return wait(`${open.length} of ${reports.length} volumes still transferring`, { status, warnings: vanished ? [...warnings, vanished] : warnings });
   }
   const failed = reports.filter((r) => r.state === "failed");
   if (failed.length > 0) {
@@ -202,8 +246,9 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       kind: "fail",
       category: "Critical",
       status,
+      ...(vanished ? { warnings: [vanished] } : {}),
       errors: failed.map((r) => `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempts: ${r.error}`),
     };
   }
-  return advance(status);
+  return vanished ? { kind: "advance", status, warnings: [vanished] } : advance(status);
 };

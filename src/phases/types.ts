@@ -7,6 +7,7 @@ import type { ItineraryName, PhaseName } from "../dvm/itinerary";
 import type { Condition, DvmSpec, DvmStatus } from "../dvm/types";
 import type { Cluster } from "../kube/cluster";
 import type { Logger } from "../log";
+import type { PhaseLease } from "../runner/lease";
 import type { VolumePair } from "./volumes";
 
 export interface DvmIdentity {
@@ -43,18 +44,26 @@ export interface PhaseContext {
   attempt: number;
   clock: Clock;
   log: Logger;
+  /**
+   * The lease this execution holds (absent outside the runner, e.g. the CLI's cleanup). A body that
+   * legitimately runs long calls `renew()` between steps; its `signal` aborts at the deadline.
+   */
+  lease?: PhaseLease;
 }
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */
 export type StatusUpdate = Partial<Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">>;
 
 export type PhaseOutcome =
-  /** The phase is done; the runner records it and moves the DVM to the next step. */
-  | { kind: "advance"; status?: StatusUpdate }
+  /**
+   * The phase is done; the runner records it and moves the DVM to the next step. Warnings given here are
+   * kept past the phase change (durable), recorded with the completion like the status update.
+   */
+  | { kind: "advance"; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] }
   /** Not yet: poll again after `afterMs` (or on the next event). Warnings are re-asserted each poll. */
   | { kind: "wait"; reason: string; afterMs?: number; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] }
   /** The migration cannot succeed: go to the failure itinerary with these errors (each names its subject). */
-  | { kind: "fail"; errors: string[]; category?: "Critical" | "Warn"; status?: StatusUpdate };
+  | { kind: "fail"; errors: string[]; category?: "Critical" | "Warn"; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] };
 
 export type PhaseBody = (ctx: PhaseContext) => Promise<PhaseOutcome>;
 

@@ -15,6 +15,8 @@ export interface ObservedDvm {
   resourceVersion: string;
   /** status.phase when it is a string; any other status is left for the function to judge. */
   phase?: string;
+  /** metadata.deletionTimestamp is set: the function must clean up and release the finalizer. */
+  deleting?: boolean;
 }
 
 const DvmIdentitySchema = z.object({
@@ -24,6 +26,7 @@ const DvmIdentitySchema = z.object({
     name: z.string().min(1),
     resourceVersion: z.string().min(1),
     generation: z.number().int().min(0).optional(),
+    deletionTimestamp: z.string().optional(),
   }),
 });
 
@@ -36,9 +39,16 @@ export function parseObservedDvm(object: unknown): ObservedDvmParse {
     const issue = parsed.error.issues[0];
     return { ok: false, error: issue ? `${issue.path.join(".") || "(object)"}: ${issue.message}` : "not an object" };
   }
-  const { uid, namespace, name, resourceVersion, generation } = parsed.data.metadata;
+  const { uid, namespace, name, resourceVersion, generation, deletionTimestamp } = parsed.data.metadata;
   const status = (object as { status?: unknown }).status;
-  const dvm: ObservedDvm = { uid, namespace, name, resourceVersion, ...(generation !== undefined ? { generation } : {}) };
+  const dvm: ObservedDvm = {
+    uid,
+    namespace,
+    name,
+    resourceVersion,
+    ...(generation !== undefined ? { generation } : {}),
+    ...(deletionTimestamp !== undefined ? { deleting: true } : {}),
+  };
   if (status === undefined || status === null) return { ok: true, dvm };
   if (typeof status !== "object" || Array.isArray(status)) return { ok: true, dvm, statusProblem: "status is not an object" };
   const phase = (status as { phase?: unknown }).phase;

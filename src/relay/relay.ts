@@ -14,7 +14,8 @@ import { describeError, ListWatch, type ListWatchStats, type WatchEventType } fr
 import { objectKey, ownerUidOf, parseObservedDvm, type ObservedDvm } from "./observed";
 import { WorkQueue, DEFAULT_CONCURRENCY } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, podVersionLister, POD_PATH, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
-import { followUpAfter, forwardDelay, isTerminalPhase, type LastForward } from "./schedule";
+import { POLL_REQUEUE_MS } from "../dvm/itinerary";
+import { followUpAfter, forwardDelay, needsForwarding, type LastForward } from "./schedule";
 import type { RelayTransport } from "./transport";
 
 /** A cluster whose labelled pods drive their DVM (a source or destination other than the host). */
@@ -233,7 +234,7 @@ export class Relay {
     const dvm = this.readDvm(object, type);
     if (!dvm) return;
     if (type === "DELETED") return this.forget(dvm.uid, "deleted");
-    if (isTerminalPhase(dvm.phase)) return this.forget(dvm.uid, `phase ${dvm.phase}`);
+    if (!needsForwarding(dvm)) return this.forget(dvm.uid, `phase ${dvm.phase}`);
     this.observe(dvm);
     this.trigger(dvm.uid, `${type.toLowerCase()} rv=${dvm.resourceVersion}`);
   }
@@ -248,7 +249,7 @@ export class Relay {
       const dvm = this.readDvm(item, "LIST");
       if (!dvm) continue;
       listed.add(dvm.uid);
-      if (isTerminalPhase(dvm.phase)) {
+      if (!needsForwarding(dvm)) {
         this.forget(dvm.uid, `phase ${dvm.phase}`);
         continue;
       }
@@ -330,7 +331,7 @@ export class Relay {
       resourceVersion: dvm.resourceVersion,
       reason,
     };
-    entry.lastForward = { phase: dvm.phase, generation: dvm.generation, at: this.clock.now() };
+    entry.lastForward = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}), at: this.clock.now() };
     const log = this.log.child({ uid, dvm: `${dvm.namespace}/${dvm.name}`, phase: dvm.phase ?? "(none)" });
 
     let result;
@@ -351,7 +352,8 @@ export class Relay {
     if (this.live.get(uid) !== entry) return;
     entry.failures = 0;
 
-    const next = followUpAfter(result, entry.dvm.phase);
+    // A deletion is followed until the DVM is gone (its DELETED event, or a "gone" result), whatever phase it was in.
+    const next = entry.dvm.deleting && !result ? { kind: "requeue" as const, afterMs: POLL_REQUEUE_MS, why: "deletion" } : followUpAfter(result, entry.dvm.phase);
     switch (next.kind) {
       case "requeue":
         this.queue.addAfter(uid, next.why, next.afterMs);

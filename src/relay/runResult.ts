@@ -16,6 +16,7 @@ export const RunResultSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("retry"), phase: z.string(), error: z.string(), retryAfterMs: delay }),
   z.object({ kind: z.literal("finished"), phase: z.string() }),
   z.object({ kind: z.literal("gone") }),
+  z.object({ kind: z.literal("stopped"), reason: z.string() }),
 ]);
 
 // Fails to compile if the schema and the RunResult type drift apart (in either direction).

@@ -9,6 +9,7 @@ import type { RunResult } from "../runner/request";
 export interface LastForward {
   phase?: string;
   generation?: number;
+  deleting?: boolean;
   at: number;
 }
 
@@ -16,6 +17,13 @@ export interface LastForward {
 export interface ForwardKey {
   phase?: string;
   generation?: number;
+  /** Being deleted: its cleanup runs whatever phase it was in, finished ones included. */
+  deleting?: boolean;
+}
+
+/** Whether the relay forwards this DVM at all: a finished one only to clean up after its deletion. */
+export function needsForwarding(dvm: ForwardKey): boolean {
+  return dvm.deleting === true || !isTerminalPhase(dvm.phase);
 }
 
 /** A phase the itinerary ends with: nothing to forward, the relay forgets the DVM. */
@@ -42,7 +50,7 @@ export function minForwardIntervalMs(phase: string | undefined): number {
  */
 export function forwardDelay(now: number, current: ForwardKey, last: LastForward | undefined): number {
   if (!last) return 0;
-  if (last.phase !== current.phase || last.generation !== current.generation) return 0;
+  if (last.phase !== current.phase || last.generation !== current.generation || Boolean(last.deleting) !== Boolean(current.deleting)) return 0;
   return Math.max(0, last.at + minForwardIntervalMs(current.phase) - now);
 }
 
@@ -72,6 +80,8 @@ export function followUpAfter(result: RunResult | undefined, currentPhase: strin
         return { kind: "forget", why: "finished" };
       case "gone":
         return { kind: "forget", why: "gone" };
+      case "stopped":
+        return { kind: "forget", why: "stopped" };
       default: {
         const unexpected: never = result;
         throw new Error(`unknown RunResult ${JSON.stringify(unexpected)}`);

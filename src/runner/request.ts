@@ -40,4 +40,6 @@ export type RunResult =
   /** The migration is finished (Completed). */
   | { kind: "finished"; phase: string }
   /** The DVM no longer exists (or was recreated under another uid). */
-  | { kind: "gone" };
+  | { kind: "gone" }
+  /** The DVM cannot go on without a human (its status does not parse); nothing runs until it is fixed. */
+  | { kind: "stopped"; reason: string };

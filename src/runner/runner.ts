@@ -8,11 +8,11 @@
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
 import { systemClock, type Clock } from "../clock";
-import { CONDITION, setCondition } from "../dvm/conditions";
+import { CONDITION, findCondition, setCondition, type ConditionInput } from "../dvm/conditions";
 import { DEFAULT_MIGRATION_POLICY, formatViolation, policyViolations, transferImageFor, type MigrationPolicy } from "../dvm/policy";
-import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
+import { nextPhase, phaseSpec, POLL_REQUEUE_MS, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
-import { parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
+import { DVM_FINALIZER, parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { unreachableCluster, type ClusterResolver } from "../kube/resolver";
@@ -21,6 +21,8 @@ import { silentLogger, type Logger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { MigrationInputError, type MigrationClusters, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
+import { continueDeletion } from "./deletion";
+import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
 import type { ReconcileRequest, RunResult, RunStats } from "./request";
 
 export interface RunnerOptions {
@@ -31,8 +33,10 @@ export interface RunnerOptions {
   bodies?: Record<ExecutablePhaseName, PhaseBody>;
   clock?: Clock;
   log?: Logger;
-  /** How long a claim is exclusive. Longer than the function timeout, so a live holder is never overtaken. */
+  /** How long a claim is exclusive unless renewed. The body is stopped `leaseMarginMs` before it ends. */
   leaseMs?: number;
+  /** Between a body's deadline and its lease's end: covers clock skew between hosts (see lease.ts). */
+  leaseMarginMs?: number;
   /** Cap of the exponential backoff after transient errors. */
   maxRetryDelayMs?: number;
   /** What a DVM may reference (src/dvm/policy.ts); default DEFAULT_MIGRATION_POLICY. */
@@ -44,17 +48,21 @@ export interface RunnerOptions {
 export const DEFAULT_LEASE_MS = 120_000;
 const STATUS_WRITE_ATTEMPTS = 5;
 
-interface Transition {
-  result: "advanced" | "failed";
-  nextPhase: PhaseName;
-  errors?: string[];
+/** What the host adds to one invocation. */
+export interface RunOptions {
+  /** When the host stops this invocation (ms since the epoch), e.g. Lambda's timeout; bodies end before. */
+  hostDeadlineAt?: number;
 }
+
+/** What the runner keeps free before a host deadline: the ledger write and the status write after the body. */
+export const HOST_DEADLINE_RESERVE_MS = 5_000;
 
 export class PhaseRunner {
   private readonly bodies: Record<ExecutablePhaseName, PhaseBody>;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly leaseMs: number;
+  private readonly leaseMarginMs: number;
   private readonly maxRetryDelayMs: number;
   private readonly policy: MigrationPolicy;
 
@@ -63,35 +71,50 @@ export class PhaseRunner {
     this.clock = options.clock ?? systemClock;
     this.log = options.log ?? silentLogger;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.leaseMarginMs = options.leaseMarginMs ?? Math.min(DEFAULT_LEASE_MARGIN_MS, this.leaseMs / 4);
+    if (!(this.leaseMarginMs >= 0 && this.leaseMarginMs < this.leaseMs)) {
+      throw new Error(`leaseMarginMs must be at least 0 and below leaseMs (got ${this.leaseMarginMs} of ${this.leaseMs})`);
+    }
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.policy = options.policy ?? DEFAULT_MIGRATION_POLICY;
   }
 
-  async run(request: ReconcileRequest): Promise<RunResult> {
-    return (await this.runWithStats(request)).result;
+  async run(request: ReconcileRequest, options: RunOptions = {}): Promise<RunResult> {
+    return (await this.runWithStats(request, options)).result;
   }
 
   /** Like run(), also returning what the invocation did (for the function handler's metrics). */
-  async runWithStats(request: ReconcileRequest): Promise<{ result: RunResult; stats: RunStats }> {
+  async runWithStats(request: ReconcileRequest, options: RunOptions = {}): Promise<{ result: RunResult; stats: RunStats }> {
     const startedAt = this.clock.now();
     const stats: RunStats = { durationMs: 0, statusConflicts: 0 };
-    const result = await this.runOnce(request, stats);
+    const result = await this.runOnce(request, stats, options);
     stats.durationMs = this.clock.now() - startedAt;
     this.options.onResult?.(result, stats, request);
     return { result, stats };
   }
 
-  private async runOnce(request: ReconcileRequest, stats: RunStats): Promise<RunResult> {
+  private async runOnce(request: ReconcileRequest, stats: RunStats, options: RunOptions): Promise<RunResult> {
     const { store, ledger } = this.options;
-    const fresh = await store.get(request.namespace, request.name);
-    if (!fresh || fresh.metadata.uid !== request.uid) return { kind: "gone" };
+    const read = await store.get(request.namespace, request.name);
+    if (!read || read.metadata.uid !== request.uid) return { kind: "gone" };
+    let fresh: DirectVolumeMigration = read;
+    if (fresh.metadata.deletionTimestamp) return this.onDeletion(fresh);
+    const unreadable = unreadableStatus(fresh);
+    if (unreadable) return this.stopUnreadable(fresh, unreadable, stats);
 
     const parsed = parseDvmSpec(fresh.spec);
     const position = positionOf(fresh.status, migrationTypeOf(fresh));
     if (position.phase === "Completed") return { kind: "finished", phase: "Completed" };
 
+    if (!fresh.metadata.finalizers?.includes(DVM_FINALIZER)) {
+      const adopted = await this.adopt(fresh);
+      if (adopted.kind !== "adopted") return adopted.result;
+      fresh = adopted.dvm;
+    }
+
     const { uid, generation, namespace, name } = fresh.metadata;
     let log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
+    const specChanged = specChangeOf(fresh, position);
     const claimed = await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
 
     if (claimed.kind === "held") {
@@ -101,7 +124,7 @@ export class PhaseRunner {
     if (claimed.kind === "completed") {
       // Recorded as done: the body must not run again. The status may lag (a crash between the ledger
       // write and the status write, or a stale request): bring it up to the recorded outcome.
-      const repaired = await this.writeTransition(fresh, position, claimed.outcome, undefined, stats);
+      const repaired = await this.writeTransition(fresh, position, claimed.outcome, stats);
       log.info("duplicate suppressed", { next: claimed.outcome.nextPhase, statusRepaired: repaired });
       return { kind: "duplicate", phase: position.phase, next: claimed.outcome.nextPhase, statusRepaired: repaired, requeueAfterMs: phaseSpec(claimed.outcome.nextPhase).requeueMs };
     }
@@ -112,15 +135,46 @@ export class PhaseRunner {
     log = log.child({ attempt: claim.attempt });
     if (claim.takeover) log.warn("lease takeover: the previous holder's lease expired before it finished");
 
+    // The deletion fence: a DVM deleted between the read above and the claim must not get anything
+    // created for it. Deletion waits for every lease claimed before it began (deletion.ts); a claim made
+    // after it began sees the deletionTimestamp here and stops before the body.
+    const recheck = await store.get(namespace, name);
+    if (!recheck || recheck.metadata.uid !== uid || recheck.metadata.deletionTimestamp) {
+      await ledger.release(claim).catch((error: unknown) => {
+        if (!(error instanceof LostClaimError)) throw error;
+      });
+      log.info("DVM deleted while the phase was being claimed: not run");
+      if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
+      // Gone already: this entry was written after the deletion retired the others.
+      await ledger.retire(uid);
+      return { kind: "gone" };
+    }
+
+    const lease = new BodyLease({
+      ledger,
+      claim,
+      leaseMs: this.leaseMs,
+      marginMs: this.leaseMarginMs,
+      clock: this.clock,
+      ...(options.hostDeadlineAt !== undefined ? { hostDeadlineAt: options.hostDeadlineAt - HOST_DEADLINE_RESERVE_MS } : {}),
+    });
+    const body = this.bodies[position.phase];
     let outcome: PhaseOutcome;
     try {
-      const context = await this.context(fresh, parsed, position, claim, log);
-      log.info("phase started");
-      outcome = await this.bodies[position.phase](context);
+      outcome = await lease.run(async () => {
+        if (specChanged) throw new MigrationInputError([specChanged]);
+        const context = await this.context(fresh, parsed, position, claim, log, lease);
+        log.info("phase started");
+        return body(context);
+      });
     } catch (error) {
       if (error instanceof MigrationInputError) {
         outcome = { kind: "fail", errors: error.errors, category: "Critical" };
+      } else if (error instanceof LostClaimError) {
+        log.warn("claim lost while the body ran (lease renewal refused): stopped", { holderAttempt: error.current?.attempt });
+        return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
       } else {
+        if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
         return this.retryLater(fresh, position, claim, error, log, stats);
       }
     }
@@ -141,19 +195,20 @@ export class PhaseRunner {
     switch (outcome.kind) {
       case "advance": {
         const next = nextPhase(position.itinerary, position.phase);
-        await ledger.complete(claim, { result: "advanced", nextPhase: next });
-        await this.writeTransition(fresh, position, { result: "advanced", nextPhase: next }, outcome.status, stats);
+        // The status update is recorded with the completion: a repair after a crash replays exactly it.
+        const recorded = await ledger.complete(claim, { result: "advanced", nextPhase: next, ...decidedBy(outcome) });
+        await this.writeTransition(fresh, position, recorded, stats);
         log.info("phase completed", { next });
         return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
       }
       case "fail": {
         // Cleanup after a failure is best effort: a failing cleanup step records its errors and moves on.
         const inFailure = position.itinerary === "VolumeMigrationFailed";
-        const transition: Transition = inFailure
-          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors }
-          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors };
-        await ledger.complete(claim, transition);
-        await this.writeTransition(fresh, position, transition, outcome.status, stats, outcome.category);
+        const transition: RecordedOutcome = inFailure
+          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors, ...decidedBy(outcome) }
+          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors, category: outcome.category ?? "Critical", ...decidedBy(outcome) };
+        const recorded = await ledger.complete(claim, transition);
+        await this.writeTransition(fresh, position, recorded, stats);
         log.warn("phase failed the migration", { errors: outcome.errors, next: transition.nextPhase });
         return { kind: "advanced", phase: position.phase, next: transition.nextPhase, requeueAfterMs: phaseSpec(transition.nextPhase).requeueMs };
       }
@@ -173,6 +228,7 @@ export class PhaseRunner {
     position: Position,
     claim: Claim,
     log: Logger,
+    lease: BodyLease,
   ): Promise<PhaseContext> {
     const inFailure = position.itinerary === "VolumeMigrationFailed";
     if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map(formatViolation));
@@ -201,35 +257,34 @@ export class PhaseRunner {
       status: fresh.status,
       itinerary: position.itinerary,
       phase: position.phase,
-      clusters,
+      clusters: lease.fence(clusters),
       volumes: volumePairs(spec, position.itinerary === "VolumeMigrationFailed" ? "VolumeMigration" : position.itinerary),
       transferImage: transferImageFor(spec, this.policy),
       attempt: claim.attempt,
       clock: this.clock,
       log,
+      lease,
     };
   }
 
   /**
-   * Moves the status from `from` to the position the ledger recorded. Guarded by resourceVersion: on a
-   * conflict it re-reads, and stops if someone else already moved the DVM past `from`.
-   * Returns whether it wrote.
+   * Moves the status from `from` to the position the ledger recorded, with the status update the body
+   * decided (recorded with it). Guarded by resourceVersion: on a conflict it re-reads, and stops if
+   * someone else already moved the DVM past `from`. Returns whether it wrote.
    */
-  private async writeTransition(
-    fresh: DirectVolumeMigration,
-    from: Position,
-    transition: Transition | RecordedOutcome,
-    update: StatusUpdate | undefined,
-    stats: RunStats,
-    category: "Critical" | "Warn" = "Critical",
-  ): Promise<boolean> {
+  private async writeTransition(fresh: DirectVolumeMigration, from: Position, transition: RecordedOutcome, stats: RunStats): Promise<boolean> {
     return this.guardedWrite(fresh, stats, (current) => {
       const position = positionOf(current.status, migrationTypeOf(current));
       if (position.phase !== from.phase || position.itinerary !== from.itinerary) return undefined;
-      const base: DvmStatus = { ...current.status, ...update };
       const nowIso = new Date(this.clock.now()).toISOString();
-      const generation = current.metadata.generation;
-      if (transition.result === "failed") return enterFailure(base, from.phase, transition.errors ?? [], category, generation, nowIso);
+      let base: DvmStatus = { ...current.status, ...transition.statusUpdate };
+      // A completed phase's warnings outlive the phase change: they describe its result.
+      for (const warning of transition.warnings ?? []) base = { ...base, conditions: setCondition(base.conditions ?? [], { ...warning, durable: true }, nowIso) };
+      // The generation the decision was made on: a spec edited meanwhile stays visible as a mismatch.
+      const generation = fresh.metadata.generation;
+      if (transition.result === "failed") {
+        return enterFailure(base, from.phase, transition.errors ?? [], transition.category ?? "Critical", generation, nowIso);
+      }
       const withErrors = transition.errors?.length ? { ...base, errors: [...new Set([...(base.errors ?? []), ...transition.errors])] } : base;
       return enterPhase(withErrors, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
     });
@@ -274,10 +329,71 @@ export class PhaseRunner {
     throw new KubeApiError(`status of ${fresh.metadata.namespace}/${fresh.metadata.name} kept changing under ${STATUS_WRITE_ATTEMPTS} writes`, 409, "Conflict");
   }
 
+  /** The DVM is being deleted: carry the deletion one step further (deletion.ts). */
+  private async onDeletion(dvm: DirectVolumeMigration): Promise<RunResult> {
+    const { namespace, name, uid } = dvm.metadata;
+    const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: DELETING });
+    const step = await continueDeletion({ store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log }, dvm);
+    switch (step.kind) {
+      case "leaseHeld":
+        log.info("deletion waits for a running phase", { phases: step.phases });
+        return { kind: "busy", phase: DELETING, retryAfterMs: step.retryAfterMs };
+      case "terminating":
+        return { kind: "waiting", phase: DELETING, reason: step.reason, requeueAfterMs: POLL_REQUEUE_MS };
+      case "released":
+        return { kind: "gone" };
+    }
+  }
+
+  /**
+   * Puts the finalizer on a DVM before anything is created for it, so that deleting it always cleans up.
+   * Ledger entries an older version wrote with a TTL get theirs removed: the DVM still exists.
+   */
+  private async adopt(dvm: DirectVolumeMigration): Promise<{ kind: "adopted"; dvm: DirectVolumeMigration } | { kind: "not"; result: RunResult }> {
+    await this.options.ledger.keep(dvm.metadata.uid);
+    try {
+      return { kind: "adopted", dvm: await this.options.store.writeFinalizers(dvm, [...(dvm.metadata.finalizers ?? []), DVM_FINALIZER]) };
+    } catch (error) {
+      if (!(error instanceof KubeApiError)) throw error;
+      if (error.isNotFound) return { kind: "not", result: { kind: "gone" } };
+      // Changed (or being deleted) since the read: decide again from a fresh read.
+      if (error.isConflict) return { kind: "not", result: { kind: "busy", phase: dvm.status.phase ?? "Started", retryAfterMs: 0 } };
+      throw error;
+    }
+  }
+
+  /**
+   * A status that does not parse must never read as "not started": the DVM is stopped with a durable
+   * condition naming the fields, and stays stopped until someone fixes the status and removes the
+   * condition (or creates a new DVM).
+   */
+  private async stopUnreadable(dvm: DirectVolumeMigration, problem: string, stats: RunStats): Promise<RunResult> {
+    const { namespace, name, uid } = dvm.metadata;
+    const message = `The status cannot be read (${problem}); the migration is stopped so that it never starts again from the beginning. Fix the status and remove this condition to resume, or create a new DVM.`;
+    const wrote = await this.guardedWrite(dvm, stats, (current) => {
+      if (findCondition(current.status.conditions, CONDITION.StatusUnreadable)?.status === "True") return undefined;
+      const conditions = setCondition(
+        current.status.conditions ?? [],
+        { type: CONDITION.StatusUnreadable, status: "True", category: "Critical", reason: "StatusUnreadable", message, durable: true },
+        new Date(this.clock.now()).toISOString(),
+      );
+      return { ...current.status, conditions };
+    });
+    if (wrote) this.log.error("DVM stopped: its status cannot be read", { dvm: `${namespace}/${name}`, uid, problem });
+    return { kind: "stopped", reason: message };
+  }
+
   private async retryLater(fresh: DirectVolumeMigration, position: Position, claim: Claim, error: unknown, log: Logger, stats: RunStats): Promise<RunResult> {
     const message = error instanceof Error ? error.message : String(error);
     log.warn("phase attempt failed; will retry", { error: message });
-    await this.options.ledger.fail(claim, message);
+    try {
+      await this.options.ledger.fail(claim, message);
+    } catch (failError) {
+      // Our lease ended and another invocation took the phase over: it owns the phase (and its status) now.
+      if (!(failError instanceof LostClaimError)) throw failError;
+      log.warn("claim lost before the failure was recorded: another invocation took over", { holderAttempt: failError.current?.attempt });
+      return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
+    }
     const retryAfterMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
     try {
       await this.guardedWrite(fresh, stats, (current) => {
@@ -294,6 +410,35 @@ export class PhaseRunner {
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
+}
+
+/** What RunResults call the deletion of a DVM (it is no phase of any itinerary). */
+const DELETING = "Deleting";
+
+/** Why the status cannot be trusted: it does not parse, or it was stopped for that before. */
+function unreadableStatus(dvm: DirectVolumeMigration): string | undefined {
+  if (dvm.statusIssues?.length) return dvm.statusIssues.join("; ");
+  const stopped = findCondition(dvm.status.conditions, CONDITION.StatusUnreadable);
+  return stopped?.status === "True" ? (stopped.message ?? "stopped earlier") : undefined;
+}
+
+/**
+ * A DVM's spec is immutable once its migration started (the CRD refuses edits); an edit that got through
+ * anyway (a CRD without the rule) fails the migration rather than running later phases for a spec the
+ * earlier ones never saw. The failure itinerary only cleans up, so it goes on whatever the spec says.
+ */
+function specChangeOf(dvm: DirectVolumeMigration, position: Position): string | undefined {
+  const observed = dvm.status.observedGeneration;
+  if (observed === undefined || observed === dvm.metadata.generation || position.itinerary === "VolumeMigrationFailed") return undefined;
+  return `spec: changed after the migration started (generation ${observed} -> ${dvm.metadata.generation}); the spec of a DirectVolumeMigration cannot change, create a new DVM for the new spec`;
+}
+
+/** What a body decided for the status, in the shape the ledger records it with the completion. */
+function decidedBy(outcome: { status?: StatusUpdate; warnings?: ConditionInput[] }): Pick<RecordedOutcome, "statusUpdate" | "warnings"> {
+  return {
+    ...(outcome.status && Object.keys(outcome.status).length > 0 ? { statusUpdate: outcome.status } : {}),
+    ...(outcome.warnings && outcome.warnings.length > 0 ? { warnings: outcome.warnings } : {}),
+  };
 }
 
 function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {

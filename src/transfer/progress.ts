@@ -41,6 +41,10 @@ export interface RsyncProgress {
   errorCode?: number;
   /** The daemon's refusal ("@ERROR: auth failed on module ..."), if any. */
   daemonError?: string;
+  /** Source files that disappeared while rsync ran ("file has vanished: ..." lines; exit code 24). */
+  vanishedFiles?: number;
+  /** The last "rsync warning: ..." line, if any (e.g. "some files vanished before they could be transferred"). */
+  warning?: string;
 }
 
 export interface ParseRsyncProgressOptions {
@@ -97,6 +101,17 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
     }
     if (/^total size is \S+\s+speedup is/.test(line)) {
       result.finished = true;
+      continue;
+    }
+    // rsync names each file that disappeared between the file list and its transfer (a live volume).
+    if (/^file has vanished: /.test(line.trim())) {
+      result.vanishedFiles = (result.vanishedFiles ?? 0) + 1;
+      continue;
+    }
+    const warning = /^rsync warning: (.*?)(?: \(code (\d+)\))?(?: at \S+)?(?: \[[^\]]*\])?$/.exec(line);
+    if (warning) {
+      result.warning = warning[1];
+      if (warning[2] !== undefined) result.errorCode = Number(warning[2]);
       continue;
     }
     const refused = /^@ERROR: (.*)$/.exec(line);

@@ -83,6 +83,12 @@ describe("chaos: one fault at a time", () => {
     expectExactlyOnce(ours);
   });
 
+  it("DynamoDB writes applied but their answers lost: the ledger recognises its own writes", async () => {
+    const { ours } = await run("lost-replies");
+    expect(ours.dynamo!.lostReplies, "answers were lost after the write").toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+  });
+
   it("a crash after a phase's side effects and before its completion repeats at most that phase", async () => {
     // A 3 s lease (2 s function timeout): each takeover waits it out.
     const { ours, baseline } = await run("crash", { leaseMs: 3_000 });

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeReport, runScenario, scenarioNamed, type TargetReport } from "./harness";
 import { chaosSuite, HAVE_CONTROL_PLANE_BINARIES, type ChaosSuite } from "./environment";
+import { missing } from "../support/requirements";
 
 let suite: ChaosSuite;
 
@@ -42,7 +43,7 @@ function expectInvariants(ours: TargetReport, allowedRepeats = 0): void {
   expect(ours.createdTwice).toEqual([]);
 }
 
-describe.skipIf(!HAVE_CONTROL_PLANE_BINARIES)("chaos: restarts", () => {
+describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)", HAVE_CONTROL_PLANE_BINARIES, "bash infra/controlplane/build.sh"))("chaos: restarts", () => {
   it("the host API server restarts mid-migration", async () => {
     const { report, ours } = await run("apiserver-restart");
     expect(report.injected.apiserverRestarts).toBe(1);
@@ -65,6 +66,7 @@ describe.skipIf(!HAVE_CONTROL_PLANE_BINARIES)("chaos: restarts", () => {
     expect(report.injected.apiserverRestarts).toBeGreaterThan(0);
     expect(report.injected.relayRestarts).toBe(1);
     expect(ours.dynamo!.throttled + ours.dynamo!.serverErrors).toBeGreaterThan(0);
+    expect(ours.dynamo!.lostReplies).toBeGreaterThan(0);
     expect(report.injected.conflictPatches).toBeGreaterThan(0);
     expectInvariants(ours, ours.repeats.crashed + ours.timeouts);
   });

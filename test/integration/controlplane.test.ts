@@ -20,6 +20,7 @@ import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, parseDvm
 import { DEFAULT_CRD_DIR, defaultBinDir, startControlPlane, type ControlPlane } from "../../src/local/controlPlane";
 import { readCrds } from "../../src/local/crds";
 import { testClusters } from "../support/clusters";
+import { inCi } from "../support/requirements";
 
 const { source, destination, info } = testClusters();
 const ns = `cp-test-${Date.now().toString(36)}`;
@@ -227,7 +228,10 @@ describe("watches", () => {
 
   it("answers 410 Gone for a resourceVersion that is too old", async () => {
     if (!haveBinaries) {
-      // Against existing clusters without the local binaries there is no etcd to compact.
+      // Against existing clusters without the local binaries there is no etcd to compact: this checks
+      // the error that says how to get them instead (never in CI, where they are built).
+      expect(inCi(), "the control-plane binaries are missing in CI").toBe(false);
+      console.warn("[partly skipped] no control-plane binaries: checking only that starting one says how to build them");
       expect(info.local).toBe(false);
       await expect(startControlPlane({ name: "gone" })).rejects.toThrow(/build\.sh.*KUBECONFIG/s);
       return;
@@ -379,6 +383,8 @@ describe("two control planes", () => {
 
   it("run at once and stop leaving no process behind", async () => {
     if (!haveBinaries) {
+      expect(inCi(), "the control-plane binaries are missing in CI").toBe(false);
+      console.warn("[partly skipped] no control-plane binaries: checking only that starting one says how to build them");
       expect(info.local).toBe(false);
       await expect(startControlPlane({ name: "twin" })).rejects.toThrow(/build\.sh.*KUBECONFIG/s);
       return;

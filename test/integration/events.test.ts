@@ -33,6 +33,7 @@ import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
+import { missing } from "../support/requirements";
 
 const available = inject("clusters") && dynamoEndpoint();
 const run = `ev${Date.now().toString(36)}`;
@@ -79,7 +80,7 @@ class MetricsRecorder implements PublishingMetrics {
   publishStoredMetrics() {}
 }
 
-describe.skipIf(!available)("outgoing events of a migration", () => {
+describe.skipIf(missing("the clusters and DynamoDB test services", available, "run without DVM_TEST_SERVICES"))("outgoing events of a migration", () => {
   const clusters = available ? testClusters() : undefined;
   let fixture: MigrationFixture;
   let table: FreshTable;

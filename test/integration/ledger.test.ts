@@ -16,6 +16,7 @@ import {
   type LedgerKey,
 } from "../../src/ledger";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { missing } from "../support/requirements";
 
 const LEASE_MS = 10_000;
 // Real time as the base: DynamoDB Local runs TTL, so an entry whose expiresAt (clock + retention) lies
@@ -39,7 +40,7 @@ function claimed(result: ClaimResult): Claim {
   return result.claim;
 }
 
-describe.runIf(dynamoEndpoint())("DynamoPhaseLedger on DynamoDB", () => {
+describe.skipIf(missing("DynamoDB (the dynamo test service)", dynamoEndpoint(), "run without DVM_TEST_SERVICES, or fetch it: bash infra/dynamodb/fetch.sh"))("DynamoPhaseLedger on DynamoDB", () => {
   let table: FreshTable;
   const clock = new ManualClock();
   const ledgerWith = (client: LedgerDynamoClient = table.client, now = clock.now) =>
@@ -229,7 +230,7 @@ describe.runIf(dynamoEndpoint())("DynamoPhaseLedger on DynamoDB", () => {
     }
   });
 
-  it("writes the TTL attribute on every write and the table has TTL on", async () => {
+  it("never sets the TTL attribute while the DVM exists; retire() starts the retention, keep() takes it off", async () => {
     const key = keyFor("DeleteRsyncResources");
     const local = new ManualClock();
     const ledger = new DynamoPhaseLedger({ client: table.client, tableName: table.tableName, now: local.now, retentionDays: 7 });
@@ -239,26 +240,59 @@ describe.runIf(dynamoEndpoint())("DynamoPhaseLedger on DynamoDB", () => {
         Key: { uid: { S: key.uid }, phaseKey: { S: phaseKeyOf(key) } },
         ConsistentRead: true,
       }))).Item!;
-    const ttlAt = () => String(Math.floor(local.now() / 1000) + 7 * 86_400);
 
     const first = claimed(await ledger.claim(key, { leaseMs: LEASE_MS }));
-    expect((await read()).expiresAt).toEqual({ N: ttlAt() });
+    expect((await read()).expiresAt).toBeUndefined();
     local.advance(60_000);
     await ledger.release(first);
-    expect((await read()).expiresAt).toEqual({ N: ttlAt() });
-    local.advance(60_000);
     const second = claimed(await ledger.claim(key, { leaseMs: LEASE_MS }));
-    local.advance(60_000);
     await ledger.fail(second, "boom");
-    expect((await read()).expiresAt).toEqual({ N: ttlAt() });
-    local.advance(60_000);
     const third = claimed(await ledger.claim(key, { leaseMs: LEASE_MS }));
-    local.advance(60_000);
     await ledger.complete(third, { result: "advanced", nextPhase: "WaitForRsyncResourcesTerminated" });
-    expect((await read()).expiresAt).toEqual({ N: ttlAt() });
+    expect((await read()).expiresAt).toBeUndefined();
+
+    // The DVM is gone: its entries live for the retention period from now.
+    local.advance(60_000);
+    await ledger.retire(key.uid);
+    expect((await read()).expiresAt).toEqual({ N: String(Math.floor(local.now() / 1000) + 7 * 86_400) });
+    // An entry written by an older version carried a TTL: keep() (run when a DVM is adopted) removes it.
+    await ledger.keep(key.uid);
+    expect((await read()).expiresAt).toBeUndefined();
 
     const { TimeToLiveDescription } = await table.client.send(new DescribeTimeToLiveCommand({ TableName: table.tableName }));
     expect(TimeToLiveDescription).toMatchObject({ TimeToLiveStatus: "ENABLED", AttributeName: "expiresAt" });
+  });
+
+  it("records the body's status update and failure category with the completion and returns them to later claims", async () => {
+    const key = keyFor("RunRsyncOperations");
+    const ledger = ledgerWith();
+    const claim = claimed(await ledger.claim(key, { leaseMs: LEASE_MS }));
+    const statusUpdate = {
+      rsyncOperations: [{ pvcReference: { namespace: "shop", name: "db" }, currentAttempt: 2, failed: true }],
+      failedPods: [{ name: "rsync-db-2", namespace: "shop", pvcRef: { namespace: "shop", name: "db" } }],
+    };
+    const outcome = await ledger.complete(claim, { result: "failed", nextPhase: "MigrationFailed", errors: ["rsync failed"], statusUpdate, category: "Warn" });
+    expect(outcome).toMatchObject({ statusUpdate, category: "Warn" });
+    const again = await ledgerWith().claim(key, { leaseMs: LEASE_MS });
+    expect(again).toEqual({ kind: "completed", outcome, attempts: 1 });
+  });
+
+  it("renews a lease for the attempt that holds it and refuses the renewal of an attempt taken over", async () => {
+    const key = keyFor("RunRsyncOperations");
+    const local = new ManualClock();
+    const ledger = ledgerWith(table.client, local.now);
+    const first = claimed(await ledger.claim(key, { leaseMs: LEASE_MS }));
+    local.advance(LEASE_MS - 1);
+    expect(await ledger.renew(first, LEASE_MS)).toBe(local.now() + LEASE_MS);
+    // Renewed: a claim just after the original lease would have ended still finds it held.
+    local.advance(2);
+    expect(await ledgerWith(table.client, local.now).claim(key, { leaseMs: LEASE_MS })).toMatchObject({ kind: "held", attempt: 1 });
+    // Not renewed again: after the renewed lease ends, another invocation takes over and the old one is fenced out.
+    local.advance(LEASE_MS);
+    const second = claimed(await ledgerWith(table.client, local.now).claim(key, { leaseMs: LEASE_MS }));
+    expect(second).toMatchObject({ attempt: 2, takeover: true });
+    await expect(ledger.renew(first, LEASE_MS)).rejects.toBeInstanceOf(LostClaimError);
+    expect(await ledger.renew(second, LEASE_MS)).toBe(local.now() + LEASE_MS);
   });
 
   it("recognises its own write when a response is lost and the request is retried", async () => {

@@ -196,6 +196,30 @@ describe("the failure path", () => {
     expect(history.map((e) => e.key.phase).slice(-4)).toEqual(["RunRsyncOperations", "MigrationFailed", "CleanupAfterFailure", "WaitForCleanupAfterFailure"]);
   });
 
+  it("completes when rsync exits 24 (files vanished), with a Warn condition naming the PVC and the count", async () => {
+    const vanished = ['file has vanished: "/mnt/source/tmp/a.lock"', 'file has vanished: "/mnt/source/tmp/b.lock"', "rsync warning: some files vanished before they could be transferred (code 24) at main.c(1338) [sender=3.2.7]"];
+    const spec = {
+      ...fixture.spec,
+      persistentVolumeClaims: [(fixture.spec.persistentVolumeClaims as object[])[2]],
+      // kwok ends the client pod with this exit code and termination message (infra/kwok/stages.yaml).
+      transferPodAnnotations: { "dvm.test/fail": "true", "dvm.test/exit-code": "24", "dvm.test/fail-message": vanished.join("\n") },
+    };
+    const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-vanishing", spec);
+    const counter = await CreationCounter.start(clusters.source, dvm.metadata.uid, ["/api/v1/pods"]);
+    await driveToCompletion(runnerWith(PHASE_BODIES), requestFor(dvm));
+    counter.stop();
+    const done = await readDvm(clusters.source, fixture.dvmNamespace, "move-vanishing");
+    expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigration" });
+    expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
+    expect(findCondition(done.status.conditions, "Failed")).toBeUndefined();
+    const warning = findCondition(done.status.conditions, "RsyncFilesVanished");
+    expect(warning).toMatchObject({ status: "True", category: "Warn", reason: "SourceFilesVanished" });
+    expect(warning?.message).toContain(`${fixture.namespaces.ops}/logs: 2 files vanished during the transfer`);
+    expect(done.status.rsyncOperations).toEqual([{ pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 1, succeeded: true }]);
+    // One client pod: exit 24 is not retried.
+    expect(counter.count("/api/v1/pods:" + fixture.namespaces.ops)).toBe(1);
+  });
+
   it("fails a DVM that cannot be migrated, naming each field, and creates nothing on the destination", async () => {
     const spec = {
       destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },

@@ -20,6 +20,7 @@ import { InProcessTransport } from "../../src/relay/transport";
 import type { ReconcileRequest, RunResult } from "../../src/runner/request";
 import { testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";
+import { missing } from "../support/requirements";
 
 const SPEC = {
   persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
@@ -366,7 +367,7 @@ describe("relay against a real API server", () => {
  */
 const HAVE_BINARIES = existsSync(join(defaultBinDir(), "kube-apiserver")) && existsSync(join(defaultBinDir(), "etcd"));
 
-describe.skipIf(!HAVE_BINARIES)("relay after 410 Gone", () => {
+describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver)", HAVE_BINARIES, "bash infra/controlplane/build.sh"))("relay after 410 Gone", () => {
   let plane: ControlPlane;
   let proxy: CuttableProxy;
 

@@ -9,11 +9,12 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startServerlessOffline, type ServerlessOffline } from "../../src/local/serverlessOffline";
 import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { missing } from "../support/requirements";
 
 const dynamo = dynamoEndpoint();
 const clusters = inject("clusters");
 
-describe.skipIf(!dynamo || !clusters)("phase function under serverless-offline", () => {
+describe.skipIf(missing("the clusters and DynamoDB test services", dynamo && clusters, "run without DVM_TEST_SERVICES"))("phase function under serverless-offline", () => {
   let offline: ServerlessOffline | undefined;
   let table: FreshTable | undefined;
   let lambda: LambdaClient;

@@ -16,6 +16,7 @@ import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { startServerlessOffline, type ServerlessOffline } from "../../src/local/serverlessOffline";
 import { testClusters } from "../support/clusters";
 import { createDvm } from "../support/migration";
+import { missing } from "../support/requirements";
 
 const available = inject("clusters");
 const run = Date.now().toString(36);
@@ -29,7 +30,7 @@ const DATA = { namespace: NAMESPACE, spec: SPEC };
 
 type Reply = { status: number; body: Record<string, any> };
 
-describe.skipIf(!available)("trigger function under serverless-offline", () => {
+describe.skipIf(missing("the clusters test service", available, "run without DVM_TEST_SERVICES"))("trigger function under serverless-offline", () => {
   const clusters = available ? testClusters() : undefined;
   let offline: ServerlessOffline | undefined;
   let lambda: LambdaClient;

@@ -8,7 +8,7 @@ import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLed
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
 
 export class MemoryLedger implements PhaseLedger {
-  readonly entries = new Map<string, LedgerEntry & { leaseExpiresAt: number }>();
+  readonly entries = new Map<string, LedgerEntry & { leaseExpiresAt: number; expiresAt?: number }>();
   constructor(private readonly now: () => number = Date.now) {}
 
   async claim(key: LedgerKey, opts: ClaimOptions): Promise<ClaimResult> {
@@ -17,7 +17,7 @@ export class MemoryLedger implements PhaseLedger {
     if (entry?.state === "COMPLETED") return { kind: "completed", outcome: entry.outcome!, attempts: entry.attempts };
     if (entry?.state === "RUNNING" && entry.leaseExpiresAt >= now) return { kind: "held", attempt: entry.attempts, leaseExpiresAt: entry.leaseExpiresAt };
     const takeover = entry?.state === "RUNNING";
-    const next = {
+    const next: LedgerEntry & { leaseExpiresAt: number } = {
       key,
       state: "RUNNING" as const,
       attempts: (entry?.attempts ?? 0) + 1,
@@ -46,6 +46,20 @@ export class MemoryLedger implements PhaseLedger {
     const record = { ...outcome, finishedAt };
     Object.assign(entry, { state: "COMPLETED", outcome: record, finishedAt, elapsedSeconds: (finishedAt - entry.startedAt) / 1000 });
     return record;
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<number> {
+    const entry = this.held(claim);
+    entry.leaseExpiresAt = this.now() + leaseMs;
+    return entry.leaseExpiresAt;
+  }
+
+  async retire(uid: string): Promise<void> {
+    for (const entry of this.entries.values()) if (entry.key.uid === uid) entry.expiresAt = this.now() + 30 * 86_400_000;
+  }
+
+  async keep(uid: string): Promise<void> {
+    for (const entry of this.entries.values()) if (entry.key.uid === uid) delete entry.expiresAt;
   }
 
   async fail(claim: Claim, error: string): Promise<void> {

@@ -1,6 +1,6 @@
 /** In-memory DvmStore with resourceVersion preconditions, for unit tests of the runner. */
 import { DVM_API_VERSION, DVM_KIND, type DirectVolumeMigration, type DvmStatus } from "../../src/dvm/types";
-import type { DvmStore } from "../../src/kube/dvmStore";
+import { statusMergePatch, toDvm, type DvmStore } from "../../src/kube/dvmStore";
 import { KubeApiError } from "../../src/kube/errors";
 
 export class MemoryDvmStore implements DvmStore {
@@ -37,7 +37,26 @@ export class MemoryDvmStore implements DvmStore {
   }
 
   async get(namespace: string, name: string): Promise<DirectVolumeMigration | undefined> {
-    return this.dvm && this.dvm.metadata.namespace === namespace && this.dvm.metadata.name === name ? structuredClone(this.dvm) : undefined;
+    // Read as the API server's objects are: through toDvm, which judges the status.
+    return this.dvm && this.dvm.metadata.namespace === namespace && this.dvm.metadata.name === name ? toDvm(structuredClone(this.dvm)) : undefined;
+  }
+
+  /** Starts the deletion as the API server does: a deletionTimestamp while finalizers remain, else gone. */
+  markDeleted(at = new Date().toISOString()): void {
+    if (!this.dvm) return;
+    if (!this.dvm.metadata.finalizers?.length) return this.remove();
+    this.touch((dvm) => (dvm.metadata.deletionTimestamp = at));
+  }
+
+  async writeFinalizers(dvm: DirectVolumeMigration, finalizers: string[]): Promise<DirectVolumeMigration> {
+    if (!this.dvm) throw new KubeApiError("not found", 404, "NotFound");
+    if (dvm.metadata.resourceVersion !== this.dvm.metadata.resourceVersion) throw new KubeApiError("conflict", 409, "Conflict");
+    this.dvm.metadata.finalizers = [...finalizers];
+    this.dvm.metadata.resourceVersion = String(++this.version);
+    // The API server removes an object being deleted once its last finalizer is gone.
+    const written = structuredClone(this.dvm);
+    if (this.dvm.metadata.deletionTimestamp && finalizers.length === 0) this.dvm = undefined;
+    return written;
   }
 
   async writeStatus(dvm: DirectVolumeMigration, status: DvmStatus): Promise<string> {
@@ -45,7 +64,12 @@ export class MemoryDvmStore implements DvmStore {
     if (!this.dvm) throw new KubeApiError("not found", 404, "NotFound");
     if (dvm.metadata.resourceVersion !== this.dvm.metadata.resourceVersion) throw new KubeApiError("conflict", 409, "Conflict");
     this.writes++;
-    this.dvm.status = structuredClone(status);
+    // A merge patch, as KubeDvmStore sends: keys the writer did not touch keep what is stored.
+    const stored = this.dvm.status as Record<string, unknown>;
+    for (const [key, value] of Object.entries(statusMergePatch(dvm.status, status))) {
+      if (value === null) delete stored[key];
+      else stored[key] = structuredClone(value);
+    }
     this.dvm.metadata.resourceVersion = String(++this.version);
     return this.dvm.metadata.resourceVersion;
   }

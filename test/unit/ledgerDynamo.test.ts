@@ -53,7 +53,7 @@ function ledgerOn(replies: Reply[], retryAttempts = 5) {
 }
 
 describe("DynamoPhaseLedger.claim", () => {
-  it("is one conditional UpdateItem on (uid, generation#phase) with the lease, the TTL and the refusing item requested", async () => {
+  it("is one conditional UpdateItem on (uid, generation#phase) with the lease, no TTL and the refusing item requested", async () => {
     const { ledger, sent } = ledgerOn([
       { output: { Attributes: { attempt: num(1), leaseExpiresAt: num(NOW + 5_000), takeovers: num(0), takeoversBeforeClaim: num(0) } } },
     ]);
@@ -69,9 +69,10 @@ describe("DynamoPhaseLedger.claim", () => {
     expect(input.ExpressionAttributeValues).toMatchObject({
       ":now": num(NOW),
       ":leaseExpiresAt": num(NOW + 5_000),
-      ":expiresAt": num(Math.floor(NOW / 1000) + 30 * 86_400),
       ":dvm": { M: { namespace: { S: "ns" }, name: { S: "dvm" } } },
     });
+    // A live DVM's entry never expires: the claim takes off any TTL an older version wrote.
+    expect(input.UpdateExpression).toMatch(/REMOVE #expiresAt$/);
     // Every #name used is declared and nothing else (DynamoDB rejects unused names).
     const used = new Set([...`${input.ConditionExpression} ${input.UpdateExpression}`.matchAll(/#\w+/g)].map((m) => m[0]));
     expect(new Set(Object.keys(input.ExpressionAttributeNames ?? {}))).toEqual(used);
@@ -159,7 +160,7 @@ describe("DynamoPhaseLedger.claim", () => {
 });
 
 describe("DynamoPhaseLedger.complete / fail / release", () => {
-  it("complete() is fenced by the claim's attempt and stores the outcome, timings and TTL", async () => {
+  it("complete() is fenced by the claim's attempt and stores the outcome and timings, no TTL", async () => {
     const { ledger, sent } = ledgerOn([{ output: {} }]);
     const record = await ledger.complete(claim, { result: "advanced", nextPhase: "CreateRsyncEndpoint" });
     expect(record).toEqual({ result: "advanced", nextPhase: "CreateRsyncEndpoint", finishedAt: NOW });
@@ -167,7 +168,7 @@ describe("DynamoPhaseLedger.complete / fail / release", () => {
     expect(input.ConditionExpression).toBe("#state = :running AND #attempt = :attempt");
     expect(input.ExpressionAttributeValues).toMatchObject({ ":attempt": num(2), ":now": num(NOW) });
     expect(input.UpdateExpression).toContain("#elapsedMs = :now - #startedAt");
-    expect(input.UpdateExpression).toContain("#expiresAt = :expiresAt");
+    expect(input.UpdateExpression).not.toContain("expiresAt");
   });
 
   it("complete() throws LostClaimError naming the current holder when fenced out", async () => {

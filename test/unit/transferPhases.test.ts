@@ -133,6 +133,32 @@ describe("RunRsyncOperations", () => {
     expect(source.totalCreations("Pod")).toBe(2);
   });
 
+  it("counts rsync exit code 24 (files vanished) as success, with a Warn condition naming the PVC and the count", async () => {
+    const { ctx, source } = await operations(TWO_NAMESPACE_SPEC);
+    await runRsyncOperations(ctx);
+    const vanished = [
+      'file has vanished: "/mnt/source/tmp/a.lock"',
+      'file has vanished: "/mnt/source/tmp/b.lock"',
+      'file has vanished: "/mnt/source/tmp/c.lock"',
+      "rsync warning: some files vanished before they could be transferred (code 24) at main.c(1338) [sender=3.2.7]",
+    ].join("\n");
+    // The log has all three; the termination message (the log's end) only the last one and the summary.
+    source.logs.set(`shop/${podOf(ctx, 0, 1)}`, vanished);
+    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 24, message: vanished.split("\n").slice(-2).join("\n") } } }] });
+    // Logs unreadable (kwok): the termination message is all there is.
+    setPhase(source, "ops", podOf(ctx, 2, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 24, message: vanished.split("\n").slice(-2).join("\n") } } }] });
+    setPhase(source, "shop", podOf(ctx, 1, 1), "Succeeded");
+    const done = await runRsyncOperations(ctx);
+    expect(done).toMatchObject({ kind: "advance", warnings: [{ type: "RsyncFilesVanished", category: "Warn", status: "True", durable: true }] });
+    expect(done.kind === "advance" && done.status?.rsyncOperations?.every((op) => op.succeeded && op.currentAttempt === 1)).toBe(true);
+    const message = done.kind === "advance" ? done.warnings?.[0]?.message : undefined;
+    expect(message).toContain("shop/db: 3 files vanished during the transfer");
+    expect(message).toContain("ops/logs: 1 file vanished during the transfer");
+    expect(message).not.toContain("shop/media");
+    // No retry: exit 24 is not a failed attempt.
+    expect(source.totalCreations("Pod")).toBe(3);
+  });
+
   it("builds client pods that connect through the volume's own client Secret, unprivileged by default", async () => {
     const { ctx, source } = await operations(TWO_NAMESPACE_SPEC);
     await runRsyncOperations(ctx);

@@ -16,6 +16,7 @@ import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phaseFunctionName } from "../../src/aws/functionLayout";
 import { packageService } from "../support/osls";
+import { missing } from "../support/requirements";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const WORKFLOWS = join(ROOT, ".github", "workflows");
@@ -85,7 +86,7 @@ describe("shell scripts", () => {
   });
 
   const shellcheck = spawnSync("shellcheck", ["--version"], { encoding: "utf8" }).status === 0;
-  it.skipIf(!shellcheck)("pass shellcheck", () => {
+  it.skipIf(missing("shellcheck", shellcheck, "apt-get install shellcheck (bash .ci/run installs it)"))("pass shellcheck", () => {
     const result = spawnSync("shellcheck", ["--format=gcc", ...SCRIPTS.map((s) => join(ROOT, s))], { cwd: ROOT, encoding: "utf8" });
     expect(result.stdout).toBe("");
     expect(result.status).toBe(0);

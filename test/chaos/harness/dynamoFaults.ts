@@ -1,7 +1,8 @@
 /**
  * DynamoDB instrumentation through the client's own middleware stack: counts every request by command
  * (ledger writes per phase come from here, not from the ledger's code) and, when asked, fails a fraction
- * of them before they are sent, as throttling (ProvisionedThroughputExceededException) or a 500.
+ * of them before they are sent, as throttling (ProvisionedThroughputExceededException) or a 500, or
+ * loses the answer of a fraction of the writes after DynamoDB applied them (a timeout on the way back).
  *
  * The same request (same input) is failed at most `maxConsecutive` times in a row, below the ledger's
  * retry budget (5 tries): this scenario is about transient errors. DynamoDB staying down through every
@@ -14,6 +15,8 @@ import { seededRandom } from "./random";
 export interface ThrottleOptions {
   /** Fraction of requests failed, in [0, 1). */
   fraction: number;
+  /** Fraction of UpdateItem writes that are applied but whose answer is lost (the caller sees a timeout). */
+  lostReplyFraction?: number;
   /** Most times in a row one request is failed. Default 2. */
   maxConsecutive?: number;
   seed?: number;
@@ -25,6 +28,8 @@ export interface DynamoCounts {
   /** Requests failed on purpose before they were sent. */
   throttled: number;
   serverErrors: number;
+  /** Writes applied by DynamoDB whose answer was dropped on purpose. */
+  lostReplies?: number;
 }
 
 export interface DynamoInstrument {
@@ -33,7 +38,7 @@ export interface DynamoInstrument {
 }
 
 export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">, throttle?: ThrottleOptions): DynamoInstrument {
-  let counts: DynamoCounts = { sent: {}, throttled: 0, serverErrors: 0 };
+  let counts: DynamoCounts = { sent: {}, throttled: 0, serverErrors: 0, lostReplies: 0 };
   const random = seededRandom(throttle?.seed ?? 7);
   const streak = new Map<string, number>();
   const maxConsecutive = throttle?.maxConsecutive ?? 2;
@@ -58,12 +63,25 @@ export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">
         streak.delete(key);
       }
       counts.sent[command] = (counts.sent[command] ?? 0) + 1;
-      return next(args);
+      const output = await next(args);
+      const lost = throttle?.lostReplyFraction ?? 0;
+      if (lost > 0 && command === "UpdateItemCommand") {
+        // Applied, then the answer is lost: the ledger must recognise its own write when it retries.
+        const key = `lost ${JSON.stringify(args.input)}`;
+        const inARow = streak.get(key) ?? 0;
+        if (inARow < maxConsecutive && random() < lost) {
+          streak.set(key, inARow + 1);
+          counts.lostReplies = (counts.lostReplies ?? 0) + 1;
+          throw Object.assign(new Error("the answer of an applied write was lost (injected by the chaos harness)"), { name: "TimeoutError" });
+        }
+        streak.delete(key);
+      }
+      return output;
     },
     { step: "initialize", name: "chaosDynamoFaults" },
   );
   return {
-    counts: () => ({ sent: { ...counts.sent }, throttled: counts.throttled, serverErrors: counts.serverErrors }),
-    reset: () => void (counts = { sent: {}, throttled: 0, serverErrors: 0 }),
+    counts: () => ({ sent: { ...counts.sent }, throttled: counts.throttled, serverErrors: counts.serverErrors, lostReplies: counts.lostReplies ?? 0 }),
+    reset: () => void (counts = { sent: {}, throttled: 0, serverErrors: 0, lostReplies: 0 }),
   };
 }

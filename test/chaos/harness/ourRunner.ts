@@ -50,6 +50,7 @@ export function buildOurRunner(options: OurRunnerOptions): OurRunner {
       return fresh.get(namespace, name);
     },
     writeStatus: (dvm, status) => fresh.writeStatus(dvm, status),
+    writeFinalizers: (dvm, finalizers) => fresh.writeFinalizers(dvm, finalizers),
   };
   const runner = new PhaseRunner({
     store,

@@ -30,6 +30,7 @@ export function injectedSummary(r: TargetReport): string {
   if (r.takeovers) parts.push(`${r.takeovers} takeovers`);
   if (r.statusConflicts) parts.push(`${r.statusConflicts} status 409s`);
   if (r.dynamo && (r.dynamo.throttled || r.dynamo.serverErrors)) parts.push(`${r.dynamo.throttled} throttled + ${r.dynamo.serverErrors} 500s of ${r.dynamo.throttled + r.dynamo.serverErrors + Object.values(r.dynamo.sent).reduce((a, b) => a + b, 0)} DynamoDB calls`);
+  if (r.dynamo?.lostReplies) parts.push(`${r.dynamo.lostReplies} DynamoDB answers lost after the write`);
   const i = r.injected;
   if (i.conflictPatches) parts.push(`${i.conflictPatches} concurrent patches`);
   if (i.relayRestarts) parts.push(`${i.relayRestarts} relay restart(s), ${i.relayRelists} re-list(s) after 410`);

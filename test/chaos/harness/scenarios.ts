@@ -19,7 +19,7 @@ import { seededRandom, sleep } from "./random";
 import { distribution, summarizeRepeats, Tally, transitionOverhead, type Distribution, type RepeatSummary } from "./tally";
 import { OursInProcess, OursInWorkers, type Target, type TargetKind } from "./targets";
 
-export type Fault = "stale" | "duplicates" | "concurrent" | "crash" | "conflicts" | "throttle" | "relay" | "apiserver";
+export type Fault = "stale" | "duplicates" | "concurrent" | "crash" | "conflicts" | "throttle" | "lostReply" | "relay" | "apiserver";
 
 /** What each fault injects, for reports. */
 export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
@@ -29,6 +29,7 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
   conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
   throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
+  lostReply: "20% of DynamoDB writes (UpdateItem) are applied but their answer is lost (the caller sees a timeout and retries), at most twice in a row per request",
   relay: "the real relay drives the DVMs; it is restarted mid-migration, then cut off from the API server while the DVMs change, etcd is compacted and the API server restarted, so its watch resumes into 410 Gone",
   apiserver: "the host API server (where the DVMs live) is restarted mid-migration (with the relay fault, the restart of the 410 gap is that restart)",
 };
@@ -46,9 +47,10 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "crash", faults: ["crash"] },
   { name: "conflicts", faults: ["conflicts"] },
   { name: "throttle", faults: ["throttle"] },
+  { name: "lost-replies", faults: ["lostReply"] },
   { name: "relay-restart-410", faults: ["relay"] },
   { name: "apiserver-restart", faults: ["apiserver"] },
-  { name: "all", faults: ["stale", "duplicates", "concurrent", "crash", "conflicts", "throttle", "relay", "apiserver"] },
+  { name: "all", faults: ["stale", "duplicates", "concurrent", "crash", "conflicts", "throttle", "lostReply", "relay", "apiserver"] },
 ];
 
 export function scenarioNamed(name: string): Scenario {
@@ -166,7 +168,10 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     (options.targets ?? ["ours", "baseline"]).map(async (kind, index) => {
       const prepared = await prepareMigrations(env, { prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`, count: options.dvms ?? 2, pvcs: options.pvcs ?? 2 });
       const tally = new Tally();
-      const throttle = has("throttle") ? { fraction: 0.25, seed: seed * 13 } : undefined;
+      const throttle =
+        has("throttle") || has("lostReply")
+          ? { fraction: has("throttle") ? 0.25 : 0, ...(has("lostReply") ? { lostReplyFraction: 0.2 } : {}), seed: seed * 13 }
+          : undefined;
       let target: Target;
       if (kind === "ours") {
         target = has("crash")

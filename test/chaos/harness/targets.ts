@@ -234,6 +234,7 @@ export class OursInWorkers implements Target {
       for (const [name, n] of Object.entries(worker.lastDynamo.sent)) total.sent[name] = (total.sent[name] ?? 0) + n;
       total.throttled += worker.lastDynamo.throttled;
       total.serverErrors += worker.lastDynamo.serverErrors;
+      total.lostReplies = (total.lostReplies ?? 0) + (worker.lastDynamo.lostReplies ?? 0);
     }
     return total;
   }

@@ -8,7 +8,7 @@ import { LABEL } from "../../../src/phases/names";
 import { backoffDelay } from "../../../src/relay/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
 import { parseRunResult } from "../../../src/relay/runResult";
-import { followUpAfter, forwardDelay, isTerminalPhase, minForwardIntervalMs } from "../../../src/relay/schedule";
+import { followUpAfter, forwardDelay, isTerminalPhase, minForwardIntervalMs, needsForwarding } from "../../../src/relay/schedule";
 import type { RunResult } from "../../../src/runner/request";
 
 const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
@@ -39,6 +39,29 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
     for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase)).toBe(PHASES[phase].requeueMs);
     expect(minForwardIntervalMs(undefined)).toBe(PHASES.Started.requeueMs);
     expect(minForwardIntervalMs("NoSuchPhase")).toBe(POLL_REQUEUE_MS);
+  });
+});
+
+describe("deletions are forwarded", () => {
+  it("forwards a DVM being deleted whatever its phase (a finished one still has its finalizer to release)", () => {
+    expect(needsForwarding({ phase: "Completed" })).toBe(false);
+    expect(needsForwarding({ phase: "Completed", deleting: true })).toBe(true);
+    expect(needsForwarding({ phase: WAIT_PHASE })).toBe(true);
+  });
+
+  it("forwards the start of a deletion at once, even within the phase's requeue delay", () => {
+    const last = { phase: WAIT_PHASE, generation: 1, at: 1_000 };
+    expect(forwardDelay(1_001, { phase: WAIT_PHASE, generation: 1, deleting: true }, last)).toBe(0);
+  });
+
+  it("reads metadata.deletionTimestamp", () => {
+    const parsed = parseObservedDvm({ metadata: { uid: "u", namespace: "n", name: "d", resourceVersion: "1", deletionTimestamp: "2026-12-01T00:00:00Z" }, status: { phase: "Completed" } });
+    expect(parsed).toMatchObject({ ok: true, dvm: { deleting: true, phase: "Completed" } });
+  });
+
+  it("forgets a DVM whose run result says it is stopped", () => {
+    expect(followUpAfter({ kind: "stopped", reason: "status unreadable" }, WAIT_PHASE)).toEqual({ kind: "forget", why: "stopped" });
+    expect(parseRunResult({ kind: "stopped", reason: "status unreadable" })).toEqual({ ok: true, result: { kind: "stopped", reason: "status unreadable" } });
   });
 });
 

@@ -80,3 +80,25 @@ describe("parseSize / parseRate", () => {
     expect(parseRate("fast")).toBeNaN();
   });
 });
+
+describe("vanished files (rsync exit code 24)", () => {
+  it("counts the \"file has vanished\" lines and reads the warning with its code", () => {
+    const log = [
+      "sending incremental file list",
+      'file has vanished: "/mnt/source/cache/x"',
+      "        1.00M  50%  100.00MB/s    0:00:00 (xfr#1, to-chk=1/3)",
+      'file has vanished: "/mnt/source/cache/y z"',
+      "sent 1.00M bytes  received 35 bytes  2.00M bytes/sec",
+      "total size is 2.00M  speedup is 1.00",
+      "rsync warning: some files vanished before they could be transferred (code 24) at main.c(1338) [sender=3.2.7]",
+    ].join("\n");
+    const progress = parseRsyncProgress(log);
+    expect(progress).toMatchObject({ vanishedFiles: 2, warning: "some files vanished before they could be transferred", errorCode: 24, finished: true });
+    expect(progress.error).toBeUndefined();
+  });
+
+  it("leaves the count undefined when nothing vanished", () => {
+    expect(parseRsyncProgress("total size is 0  speedup is 0.00").vanishedFiles).toBeUndefined();
+  });
+});
+

@@ -1,0 +1,118 @@
+/**
+ * What happens when a DVM is deleted (kubectl delete, `dvm cancel`): the DVM carries DVM_FINALIZER, so it
+ * stays (with a deletionTimestamp) until this has run to the end:
+ *   1. wait until no phase of it holds a live lease: a body that started before the deletion finishes
+ *      (or is stopped at its deadline) first, so nothing is created after the cleanup below;
+ *   2. delete its transfer objects (pods, Secrets, Services, Routes, progress records) on both clusters,
+ *      selected by the DVM's uid, and wait until they are gone;
+ *   3. start the retention period of its ledger entries, then release the finalizer.
+ * Invocations that claim a phase after the deletion began see the deletionTimestamp on the fresh read
+ * that follows every claim and stop (runner.ts), so step 1 sees every body that may still create
+ * something. Every step is idempotent: the runner and `dvm cancel` may run it at the same time.
+ */
+import { DEFAULT_MIGRATION_POLICY } from "../dvm/policy";
+import type { Clock } from "../clock";
+import { DVM_FINALIZER, parseDvmSpec, type DirectVolumeMigration } from "../dvm/types";
+import type { DvmStore } from "../kube/dvmStore";
+import { KubeApiError } from "../kube/errors";
+import type { ClusterResolver } from "../kube/resolver";
+import type { PhaseLedger } from "../ledger";
+import type { Logger } from "../log";
+import { deleteTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
+import { MigrationInputError, type PhaseContext } from "../phases/types";
+import { volumePairs } from "../phases/volumes";
+import { MAX_CLOCK_SKEW_MS } from "./lease";
+
+export interface DeletionDeps {
+  store: DvmStore;
+  ledger: PhaseLedger;
+  clusters: ClusterResolver;
+  clock: Clock;
+  log: Logger;
+}
+
+export type DeletionStep =
+  /** A phase still holds its lease; try again after `retryAfterMs`. */
+  | { kind: "leaseHeld"; phases: string[]; retryAfterMs: number }
+  /** The transfer objects were deleted and some are still terminating. */
+  | { kind: "terminating"; reason: string }
+  /** Nothing of the DVM is left on the clusters; the finalizer is released (or was never there). */
+  | { kind: "released" };
+
+const FINALIZER_WRITE_ATTEMPTS = 5;
+
+export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<DeletionStep> {
+  const { uid } = dvm.metadata;
+  const now = deps.clock.now();
+  // A lease is live until its end plus the clock skew: its holder's clock may be behind ours.
+  const live = (await deps.ledger.history(uid)).filter((e) => e.state === "RUNNING" && (e.leaseExpiresAt ?? 0) + MAX_CLOCK_SKEW_MS >= now);
+  if (live.length > 0) {
+    const until = Math.max(...live.map((e) => (e.leaseExpiresAt ?? 0) + MAX_CLOCK_SKEW_MS));
+    return { kind: "leaseHeld", phases: live.map((e) => e.key.phase), retryAfterMs: Math.max(0, until - now) };
+  }
+
+  const context = await cleanupContext(deps, dvm);
+  if (context) {
+    await deleteTransferResources({ progressRecords: true })(context);
+    const left = await waitForTransferResourcesGone(context);
+    if (left.kind === "wait") return { kind: "terminating", reason: left.reason };
+  }
+  await deps.ledger.retire(uid);
+  await releaseFinalizer(deps.store, dvm);
+  deps.log.info("DVM deleted: transfer objects removed, finalizer released");
+  return { kind: "released" };
+}
+
+/** The context the cleanup phase bodies need, or undefined when nothing can have been created. */
+async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<PhaseContext | undefined> {
+  const parsed = parseDvmSpec(dvm.spec);
+  // An invalid spec failed before any phase body ran: nothing was created from it.
+  if (!parsed.ok) return undefined;
+  const { name, namespace, uid, generation } = dvm.metadata;
+  let clusters;
+  try {
+    clusters = await deps.clusters.resolve(namespace, parsed.spec);
+  } catch (error) {
+    if (!(error instanceof MigrationInputError)) throw error;
+    // Its cluster references never resolved (or their Secrets are gone): nothing can be reached to clean.
+    deps.log.warn("cannot reach the DVM's clusters to remove its transfer objects; releasing it anyway", { errors: error.errors });
+    return undefined;
+  }
+  // Source namespaces on the source, target namespaces on the destination: a rollback's objects live in
+  // the same places (its clusters and volumes are both swapped), so one direction covers both.
+  return {
+    dvm: { name, namespace, uid, generation },
+    spec: { ...parsed.spec, deleteProgressReportingCRs: true },
+    status: dvm.status,
+    itinerary: "VolumeMigration",
+    phase: "CleanupAfterFailure",
+    clusters,
+    volumes: volumePairs(parsed.spec, "VolumeMigration"),
+    // Cleanup creates no pod: the image is never used.
+    transferImage: DEFAULT_MIGRATION_POLICY.defaultTransferImage,
+    attempt: 0,
+    clock: deps.clock,
+    log: deps.log,
+  };
+}
+
+/** Removes DVM_FINALIZER, re-reading on a conflict; a DVM that is already gone is done. */
+async function releaseFinalizer(store: DvmStore, dvm: DirectVolumeMigration): Promise<void> {
+  let current: DirectVolumeMigration | undefined = dvm;
+  for (let attempt = 0; attempt < FINALIZER_WRITE_ATTEMPTS; attempt++) {
+    if (!current || current.metadata.uid !== dvm.metadata.uid) return;
+    const finalizers = current.metadata.finalizers ?? [];
+    if (!finalizers.includes(DVM_FINALIZER)) return;
+    try {
+      await store.writeFinalizers(
+        current,
+        finalizers.filter((f) => f !== DVM_FINALIZER),
+      );
+      return;
+    } catch (error) {
+      if (!(error instanceof KubeApiError) || !(error.isConflict || error.isNotFound)) throw error;
+      current = error.isNotFound ? undefined : await store.get(current.metadata.namespace, current.metadata.name);
+    }
+  }
+  throw new KubeApiError(`finalizers of ${dvm.metadata.namespace}/${dvm.metadata.name} kept changing under ${FINALIZER_WRITE_ATTEMPTS} writes`, 409, "Conflict");
+}

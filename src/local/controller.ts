@@ -35,7 +35,9 @@ export interface LocalControllerOptions {
   clusterMode?: ClusterMode | "auto";
   /**
    * The operator's migration policy handed to the phase function (admin namespaces, transfer image
-   * allow-list, default image); default: the function's own defaults (src/dvm/policyConfig.ts).
+   * allow-list, default image); default: the function's own defaults (src/dvm/policyConfig.ts). Unset
+   * here, the DVM_* variables of this process's environment apply. An empty admin list cannot be passed
+   * (osls refuses an empty --param): name a namespace nobody may create DVMs in instead.
    */
   policy?: MigrationPolicy;
 }

@@ -501,7 +501,8 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
       await poll("a forward for the progress record", async () => (reasons().some((r) => r.startsWith("progress ")) ? true : undefined));
       await clusters.destination.makeApiClient(CoreV1Api).createNamespacedPod({
         namespace: testNamespace,
-        body: { metadata: { name: "relay-rbac", labels: { [LABEL.dvmUid]: uid } }, spec: { containers: [{ name: "c", image: "example.invalid/rsync:latest" }] } },
+        // A transfer pod's labels: the relay watches those only.
+        body: { metadata: { name: "relay-rbac", labels: { [LABEL.dvmUid]: uid, [LABEL.transfer]: "true" } }, spec: { containers: [{ name: "c", image: "example.invalid/rsync:latest" }] } },
       });
       await poll("a forward for the destination pod", async () => (reasons().some((r) => r.startsWith("pod ") && r.endsWith("@destination")) ? true : undefined));
 

@@ -14,9 +14,10 @@ import { createPhaseHandler } from "../../src/aws/phaseHandler";
 import type { MetricsWriter } from "../../src/aws/phaseMetrics";
 import { powertoolsLogger } from "../../src/aws/powertoolsLogger";
 import { parseReconcileEvent } from "../../src/aws/reconcileEvent";
+import { runnerFromEnv } from "../../src/aws/runnerFromEnv";
 import { KubeApiError } from "../../src/kube/errors";
 import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../src/ledger";
-import type { LogAttributes, Logger } from "../../src/log";
+import { silentLogger, type LogAttributes, type Logger } from "../../src/log";
 import type { ReconcileRequest, RunResult, RunStats } from "../../src/runner/request";
 
 const REQUEST: ReconcileRequest = { uid: "3f1c", namespace: "openshift-migration", name: "dvm-1", generation: 2 };
@@ -260,5 +261,14 @@ describe("kubeconfig source", () => {
       await expect(source()).resolves.toBe(local);
     }
     expect(loadLocal).toHaveBeenCalledTimes(3);
+  });
+});
+
+describe("runnerFromEnv", () => {
+  it("refuses a bad migration policy setting with a configuration error naming the variable", async () => {
+    const runner = runnerFromEnv({ LEDGER_TABLE_NAME: "t", DVM_DEFAULT_TRANSFER_IMAGE: "quay.io/konveyor/rsync-transfer:latest" }, silentLogger);
+    const error = await runner().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toMatch(/DVM_DEFAULT_TRANSFER_IMAGE: must be pinned/);
   });
 });

@@ -15,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phaseFunctionKeys, phaseFunctionName, type FunctionLayout } from "../../src/aws/functionLayout";
 import { EXECUTABLE_PHASES, PHASES } from "../../src/dvm/itinerary";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
+import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
+import { parsePolicyEnv, POLICY_ENV } from "../../src/dvm/policyConfig";
 import { DEFAULT_LEASE_MS } from "../../src/runner/runner";
 import ledgerTable from "../../infra/ledger-table.json" with { type: "json" };
 import { packageService, type PackagedService } from "../support/osls";
@@ -29,6 +31,8 @@ const TRIGGER = "TriggerLambdaFunction";
 const BUS: Record<FunctionLayout, string> = { shared: "default", "per-phase": "dvm-events-ci" };
 /** The trigger's allowed sources each layout is packaged with (empty: the default, refuse everything). */
 const SOURCES: Record<FunctionLayout, string> = { shared: "", "per-phase": "https://ci.example.com/*,com.example.ci" };
+/** The admin namespaces each layout is packaged with, by POLICY_ENV's key as serverless-offline passes it. */
+const ADMIN: Record<FunctionLayout, string | undefined> = { shared: undefined, "per-phase": "ops,mig-*" };
 
 /**
  * What each AWS API operation a bundle can call needs in IAM. The operations are read from the bundle
@@ -62,6 +66,7 @@ async function osPackage(layout: FunctionLayout): Promise<Packaged> {
     `--param=functionLayout=${layout}`,
     ...(BUS[layout] === "default" ? [] : [`--param=eventBusName=${BUS[layout]}`]),
     ...(SOURCES[layout] ? [`--param=triggerAllowedSources=${SOURCES[layout]}`] : []),
+    ...(ADMIN[layout] ? [`--param=${keyOf(POLICY_ENV, POLICY_ENV.adminNamespaces)}=${ADMIN[layout]}`] : []),
   ];
   return packageService({ stage: STAGE, scratch, name: layout, params, timeoutMs: PACKAGE_TIMEOUT_MS });
 }
@@ -112,7 +117,12 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
         DVM_EVENTS_SINK: "eventbridge",
         DVM_EVENTS_BUS_NAME: BUS[layout],
         DVM_EVENTS_SOURCE: `${SERVICE}/${STAGE}`,
+        // The migration policy: dvm-system unless set, no extra image, the pinned default (blank).
+        [POLICY_ENV.adminNamespaces]: ADMIN[layout] ?? "dvm-system",
+        [POLICY_ENV.transferImages]: "",
+        [POLICY_ENV.defaultTransferImage]: "",
       });
+      expect(parsePolicyEnv(fn.Properties.Environment.Variables)).toEqual({ ...DEFAULT_MIGRATION_POLICY, adminNamespaces: (ADMIN[layout] ?? "dvm-system").split(",") });
     }
   });
 
@@ -348,6 +358,10 @@ describe("the deployment package", () => {
     }
   });
 });
+
+function keyOf<T extends Record<string, string>>(record: T, value: string): string {
+  return Object.entries(record).find(([, v]) => v === value)![0];
+}
 
 function statementsOf(role: Json): Json[] {
   return role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement) as Json[];

@@ -15,8 +15,11 @@ import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/
 import { PhaseRunner } from "../../../src/runner/runner";
 import { countedBodies, invocationScope, type BodyHooks } from "./bodies";
 
-/** The chaos DVMs live in "cx-…" namespaces and move PVCs across namespaces, as an admin's would. */
-const CHAOS_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["cx-*"] };
+/**
+ * The harness's DVMs live in the namespace prepareMigrations names ("cx-…" for the chaos scenarios,
+ * "scale" for bench/scale.ts) and move PVCs across namespaces, as an admin's would.
+ */
+const CHAOS_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["cx-*", "scale"] };
 
 export interface OurRunnerOptions {
   hostKubeConfig: KubeConfig;

@@ -101,7 +101,8 @@ describe("on a completed migration", () => {
   let history: LedgerEntry[];
 
   beforeAll(async () => {
-    const created = await createDvm(clusters.source, fixture.dvmNamespace, name, fixture.spec);
+    // Client pods that run 3 s: RunRsyncOperations is polled several times however loaded the machine is.
+    const created = await createDvm(clusters.source, fixture.dvmNamespace, name, { ...fixture.spec, transferPodAnnotations: { "dvm.test/run-seconds": "3" } });
     await driveToCompletion(runner(), requestFor(created));
     history = await new DynamoPhaseLedger({ client: table.client, tableName: table.tableName }).history(created.metadata.uid);
   });

@@ -156,7 +156,7 @@ describe("optimistic concurrency and generation (DVM CRD)", () => {
     expect(now.status?.phase).toBe("Started");
   });
 
-  it("bumps metadata.generation on a spec change and not on a status change", async () => {
+  it("keeps metadata.generation on a status change and refuses a spec change (the spec is immutable)", async () => {
     const api = dvmApi(source);
     const created = await createDvm(source, "generation");
     expect(created.metadata.generation).toBe(1);
@@ -177,12 +177,12 @@ describe("optimistic concurrency and generation (DVM CRD)", () => {
     // Undeclared status fields are kept: the controller owns the status shape.
     expect(afterStatus.status?.rsyncOperations).toEqual([{ pvcReference: { name: "data", namespace: ns }, currentAttempt: 1 }]);
 
-    const afterSpec = (await api.patchNamespacedCustomObject(
-      { ...dvmRef("generation"), body: { spec: { backOffLimit: 3 } } },
-      mergePatch,
-    )) as Dvm;
-    expect(afterSpec.metadata.generation).toBe(2);
-    expect(afterSpec.status?.phase).toBe("Started");
+    // The CRD's CEL rule refuses any spec change, so the generation can never move under a migration.
+    const specEdit = api.patchNamespacedCustomObject({ ...dvmRef("generation"), body: { spec: { backOffLimit: 3 } } }, mergePatch);
+    await expect(specEdit).rejects.toMatchObject({ code: 422 });
+    const after = (await api.getNamespacedCustomObject(dvmRef("generation"))) as Dvm;
+    expect(after.metadata.generation).toBe(1);
+    expect(after.status?.phase).toBe("Started");
   });
 
   it("shows Phase, Step and Age columns", async () => {

@@ -129,12 +129,16 @@ class Fixture {
     );
   }
 
-  /** A spec change: bumps metadata.generation. */
-  async bumpSpec(name: string, backOffLimit: number): Promise<void> {
-    await this.custom.patchNamespacedCustomObject(
-      { group: DVM_GROUP, version: DVM_VERSION, namespace: this.namespace, plural: DVM_PLURAL, name, body: { spec: { backOffLimit } } },
+  /**
+   * Progress as the relay sees it: a new status.phase (the spec is immutable, so the generation never
+   * moves under a migration). Returns the new resourceVersion.
+   */
+  async advancePhase(name: string, step: number): Promise<string> {
+    const written = (await this.custom.patchNamespacedCustomObjectStatus(
+      { group: DVM_GROUP, version: DVM_VERSION, namespace: this.namespace, plural: DVM_PLURAL, name, body: { status: { phase: `Step${step}` } } },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
+    )) as { metadata: { resourceVersion: string } };
+    return written.metadata.resourceVersion;
   }
 
   async deleteDvm(name: string): Promise<void> {
@@ -207,14 +211,15 @@ describe("relay against a real API server", () => {
     startRelay({ kubeConfig: host, transport, namespace: fx.namespace });
     const dvm = await fx.createDvm("busy");
     const updates = 25;
-    for (let i = 1; i <= updates; i++) await fx.bumpSpec("busy", i); // generation 2..26, each is "progress"
+    let latest = dvm.resourceVersion;
+    for (let i = 1; i <= updates; i++) latest = await fx.advancePhase("busy", i); // a new phase each time: "progress"
     const last = await eventually(() => {
       const requests = transport.for(dvm.uid);
-      expect(requests.at(-1)?.generation).toBe(updates + 1);
+      expect(requests.at(-1)?.resourceVersion).toBe(latest);
       return requests;
     });
     expect(transport.maxConcurrentPerUid).toBe(1);
-    // Every update changed the generation, so none is throttled: only the queue's coalescing explains fewer forwards.
+    // Every update changed the phase, so none is throttled: only the queue's coalescing explains fewer forwards.
     expect(last.length).toBeLessThan(updates + 1);
   });
 
@@ -405,7 +410,7 @@ describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver)", HAV
     // The gap: the relay cannot reach the server while DVMs change, then the server forgets history.
     proxy.cut();
     await eventually(() => expect(relay.stats().watchConnected).toBe(false));
-    await fx.bumpSpec("changed", 5);
+    const changedTo = await fx.advancePhase("changed", 5);
     await fx.deleteDvm("deleted");
     const created = await fx.createDvm("created");
     await plane.compactEtcd();
@@ -417,7 +422,7 @@ describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver)", HAV
       expect(dvms.lists).toBeGreaterThan(before.lists);
       expect(relay.stats().watchConnected).toBe(true);
       expect(transport.for(created.uid).length).toBeGreaterThan(0);
-      expect(transport.for(changed.uid).at(-1)?.generation).toBe(2);
+      expect(transport.for(changed.uid).at(-1)?.resourceVersion).toBe(changedTo);
       expect(relay.stats().liveDvms).toBe(3);
     }, 60_000);
     expect(transport.for(changed.uid).at(-1)?.reason).toBe("relist");

@@ -56,12 +56,21 @@ async function main(): Promise<void> {
 
   const lines = [
     "",
-    "dvm controller running",
+    "dvm controller ready",
     `  cluster (DVMs)      KUBECONFIG=${controller.hostKubeconfig}`,
     ...(controller.embedded ? [`  destination cluster KUBECONFIG=${controller.embedded.destinationKubeconfig}`] : []),
     `  ledger              ${controller.dynamoEndpoint}  table ${controller.ledgerTableName}`,
-    `  phase function      ${controller.lambdaEndpoint} (Lambda Invoke API)`,
+    `  Lambda Invoke API   ${controller.lambdaEndpoint}`,
+    `    phase function    ${controller.functionNames.phase}`,
+    `    trigger function  ${controller.functionNames.trigger}`,
+    `  trigger (HTTP)      POST ${controller.triggerUrl}  (CloudEvents, docs/events.md)`,
     `  relay health        ${controller.healthUrl}`,
+    `  phase function log  ${controller.functionLogFile}`,
+    "",
+    "Drive it with your own tools:",
+    `  aws lambda invoke --endpoint-url ${controller.lambdaEndpoint} --function-name ${controller.functionNames.phase} \\`,
+    "    --cli-binary-format raw-in-base64-out --payload file://reconcile-request.json out.json   (any credentials)",
+    `  curl -X POST ${controller.triggerUrl} -H 'content-type: application/cloudevents+json' -d @event.json`,
     "",
     "Start a migration:",
     ...(controller.embedded

@@ -3,6 +3,7 @@
  * bad one stops the process with a message that names it.
  */
 import { z } from "zod";
+import { fieldIssues, formatIssues } from "../issues";
 
 export class RelayConfigError extends Error {
   override readonly name = "RelayConfigError";
@@ -71,8 +72,7 @@ export interface RelayConfig {
 export function parseRelayEnv(env: Record<string, string | undefined>): RelayConfig {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    const message = parsed.error.issues.map((issue) => `${String(issue.path[0] ?? "environment")}: ${issue.message}`).join("; ");
-    throw new RelayConfigError(`relay configuration: ${message}`);
+    throw new RelayConfigError(`relay configuration: ${formatIssues(fieldIssues("", parsed.error, "environment"))}`);
   }
   const e = parsed.data;
   return {

@@ -11,7 +11,8 @@ import { systemClock, type Clock } from "../clock";
 import { CONDITION, setCondition } from "../dvm/conditions";
 import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
-import { parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
+import { parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus, type SpecParseResult } from "../dvm/types";
+import { formatIssue } from "../issues";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { unreachableCluster, type ClusterResolver } from "../kube/resolver";
@@ -162,43 +163,10 @@ export class PhaseRunner {
     }
   }
 
-  private async context(
-    fresh: DirectVolumeMigration,
-    parsed: ReturnType<typeof parseDvmSpec>,
-    position: Position,
-    claim: Claim,
-    log: Logger,
-  ): Promise<PhaseContext> {
-    const inFailure = position.itinerary === "VolumeMigrationFailed";
-    if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map((i) => `${i.field}: ${i.message}`));
-    // An invalid spec on the failure itinerary: nothing was created from it, so there is nothing to clean.
-    const spec: DvmSpec = parsed.ok ? parsed.spec : { persistentVolumeClaims: [] };
-    let clusters: MigrationClusters;
-    try {
-      clusters = await this.options.clusters.resolve(fresh.metadata.namespace, spec);
-    } catch (error) {
-      if (!(inFailure && error instanceof MigrationInputError)) throw error;
-      const host = (await this.options.clusters.resolve(fresh.metadata.namespace, {})).host;
-      clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
-    }
-    if (position.itinerary === "VolumeMigrationRollback") {
-      // Data flows back: the original destination is read from and the original source written to.
-      clusters = { ...clusters, source: clusters.destination, destination: clusters.source };
-    }
-    const { name, namespace, uid, generation } = fresh.metadata;
-    return {
-      dvm: { name, namespace, uid, generation },
-      spec,
-      status: fresh.status,
-      itinerary: position.itinerary,
-      phase: position.phase,
-      clusters,
-      volumes: volumePairs(spec, position.itinerary === "VolumeMigrationFailed" ? "VolumeMigration" : position.itinerary),
-      attempt: claim.attempt,
-      clock: this.clock,
-      log,
-    };
+  private context(fresh: DirectVolumeMigration, parsed: SpecParseResult, position: Position, claim: Claim, log: Logger): Promise<PhaseContext> {
+    return buildPhaseContext({ dvm: fresh, parsed, position, clusters: this.options.clusters, attempt: claim.attempt, clock: this.clock, log });
   }
+
 
   /**
    * Moves the status from `from` to the position the ledger recorded. Guarded by resourceVersion: on a
@@ -286,7 +254,58 @@ export class PhaseRunner {
   }
 }
 
-function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {
+export interface PhaseContextInput {
+  /** The DVM as read fresh. */
+  dvm: DirectVolumeMigration;
+  parsed: SpecParseResult;
+  position: Position;
+  clusters: ClusterResolver;
+  /** The ledger attempt that holds the phase. */
+  attempt: number;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * What a phase body gets: the spec, the clusters it moves data between (swapped on Rollback) and the
+ * volume pairs. An invalid spec fails the migration (MigrationInputError), except on the failure
+ * itinerary, whose cleanup runs with no volumes and unreachable clusters instead. Exported for anything
+ * else that runs phase bodies (the chaos baseline), so both build the same context.
+ */
+export async function buildPhaseContext(input: PhaseContextInput): Promise<PhaseContext> {
+  const { dvm, parsed, position } = input;
+  const inFailure = position.itinerary === "VolumeMigrationFailed";
+  if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map(formatIssue));
+  // An invalid spec on the failure itinerary: nothing was created from it, so there is nothing to clean.
+  const spec: DvmSpec = parsed.ok ? parsed.spec : { persistentVolumeClaims: [] };
+  let clusters: MigrationClusters;
+  try {
+    clusters = await input.clusters.resolve(dvm.metadata.namespace, spec);
+  } catch (error) {
+    if (!(inFailure && error instanceof MigrationInputError)) throw error;
+    const host = (await input.clusters.resolve(dvm.metadata.namespace, {})).host;
+    clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
+  }
+  if (position.itinerary === "VolumeMigrationRollback") {
+    // Data flows back: the original destination is read from and the original source written to.
+    clusters = { ...clusters, source: clusters.destination, destination: clusters.source };
+  }
+  const { name, namespace, uid, generation } = dvm.metadata;
+  return {
+    dvm: { name, namespace, uid, generation },
+    spec,
+    status: dvm.status,
+    itinerary: position.itinerary,
+    phase: position.phase,
+    clusters,
+    volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
+    attempt: input.attempt,
+    clock: input.clock,
+    log: input.log,
+  };
+}
+
+export function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {
   const spec = dvm.spec as { migrationType?: unknown } | undefined;
   return typeof spec?.migrationType === "string" ? spec.migrationType : undefined;
 }

@@ -11,7 +11,7 @@
  * Every process started here carries a marker in its environment; "nothing left behind" means no
  * process with that marker exists once the command has exited.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,7 +30,8 @@ function userEnv(): NodeJS.ProcessEnv {
     Object.entries(process.env).filter(([key]) => !/^(npm_|KUBECONFIG$|DVM_|AWS_|LEDGER_|RELAY_|VITEST|NODE_OPTIONS$|TEST$)/i.test(key)),
   );
   const [name, value] = MARK.split("=") as [string, string];
-  return { ...env, [name]: value };
+  // Plain text: the assertions read the output, not a terminal.
+  return { ...env, NO_COLOR: "1", FORCE_COLOR: "0", [name]: value };
 }
 
 /** Pids of live processes whose environment holds this test's marker. */
@@ -71,8 +72,11 @@ function runLine(line: string, cwd: string): Command {
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
   child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
-  return { child, output: () => output, exited };
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  // Colour codes stripped, should a tool colour anyway.
+  return { child, output: () => output.replace(/\x1b\[[0-9;]*m/g, ""), exited };
 }
 
 async function until(what: string, check: () => boolean, command: Command, timeoutMs: number): Promise<void> {
@@ -171,7 +175,9 @@ describe("a fresh clone", () => {
 
 describe(".ci/run", () => {
   const script = readFileSync(join(ROOT, ".ci", "run"), "utf8");
-  const commands = script.split("\n").filter((line) => line.trim() && !line.startsWith("#") && !/^(set -euo pipefail|cd "\$\(dirname "\$0"\)\/\.\.")$/.test(line));
+  const commands = script
+    .split("\n")
+    .filter((line) => line.trim() && !line.startsWith("#") && !/^(set -euo pipefail|cd "\$\(dirname "\$0"\)\/\.\.")$/.test(line));
 
   it("runs the README's test command, then only what the README's Test section says besides", () => {
     expect(commands[0]).toBe(testCommands[0]);

@@ -86,10 +86,15 @@ async function main(): Promise<void> {
   ];
   process.stderr.write(lines.join("\n"));
 
-  let stopping = false;
+  // One Ctrl-C reaches this process twice (the terminal signals the whole group, and npm forwards it
+  // too): only a second signal a moment later means "stop now, without cleaning up".
+  let stoppingSince: number | undefined;
   const stop = async (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (stoppingSince !== undefined) {
+      if (Date.now() - stoppingSince > 1_000) process.exit(1);
+      return;
+    }
+    stoppingSince = Date.now();
     say(`${signal}: stopping`);
     await controller.stop();
     say("stopped");

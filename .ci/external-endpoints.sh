@@ -2,11 +2,12 @@
 # The integration suite against endpoints it did not start (the kind + LocalStack path, proven here with
 # a control plane pair and DynamoDB Local started outside the test run by infra/local/services.ts).
 # Arguments go to vitest (e.g. one test file). The services run in their own process group, started from
-# node_modules/.bin (no npx wrapper that would swallow the signal), and the whole group is stopped on exit.
+# one node process with tsx's loader (no npx or tsx wrapper that swallows or races the signal), and the whole
+# group is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 env_file=$(mktemp)
-setsid node_modules/.bin/tsx infra/local/services.ts "$env_file" &
+setsid node --import tsx infra/local/services.ts "$env_file" &
 services=$!
 stop_services() {
   # SIGTERM lets services.ts stop its control planes and DynamoDB Local; whatever is left gets SIGKILL.

@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # The integration suite against endpoints it did not start (the kind + LocalStack path, proven here with
 # a control plane pair and DynamoDB Local started outside the test run by infra/local/services.ts).
+# Arguments go to vitest (e.g. one test file). The services run in their own process group, started from
+# one node process with tsx's loader (no npx or tsx wrapper that swallows or races the signal), and the whole
+# group is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 env_file=$(mktemp)
-npx tsx infra/local/services.ts "$env_file" &
+setsid node --import tsx infra/local/services.ts "$env_file" &
 services=$!
-stop_services() { kill "$services" 2>/dev/null; wait "$services" 2>/dev/null; rm -f "$env_file"; }
+stop_services() {
+  # SIGTERM lets services.ts stop its control planes and DynamoDB Local; whatever is left gets SIGKILL.
+  kill -TERM -- "-$services" 2>/dev/null || true
+  for _ in $(seq 1 30); do kill -0 -- "-$services" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$services" 2>/dev/null || true
+  wait "$services" 2>/dev/null || true
+  rm -f "$env_file"
+}
 trap stop_services EXIT
+trap 'exit 130' INT TERM
 for _ in $(seq 1 180); do [ -s "$env_file" ] && break; kill -0 "$services" || exit 1; sleep 1; done
 [ -s "$env_file" ] || { echo "services did not come up" >&2; exit 1; }
-set -a; . "$env_file"; set +a
+set -a
+# shellcheck disable=SC1090
+. "$env_file"
+set +a
 echo "running the integration suite against $DVM_SOURCE_KUBECONFIG, $DVM_DESTINATION_KUBECONFIG and $AWS_ENDPOINT_URL"
-status=0
-npx vitest run --project integration "$@" || status=$?
-trap - EXIT
-stop_services || true
-exit "$status"
+node_modules/.bin/vitest run --project integration "$@"

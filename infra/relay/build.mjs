@@ -35,15 +35,18 @@ const BANNER = [
   "const __dirname = __dvmDirname(__filename);",
 ].join("\n");
 
-/** Builds the bundle; resolves with its path and size in bytes. */
-export async function buildRelay({ outfile = RELAY_BUNDLE, minify = true } = {}) {
+/**
+ * One Node program (ESM, everything bundled, the phase function's trims) into one file: the relay here,
+ * the `dvm` command in infra/cli/build.mjs. Resolves with its path and size in bytes.
+ */
+export async function bundleNodeProgram({ entry, outfile, minify = true }) {
   // The phase function's options without its CommonJS output settings.
   const { format: _format, outExtension: _outExtension, ...shared } = esbuildOptions;
   mkdirSync(dirname(outfile), { recursive: true });
   await build({
     ...shared,
     minify,
-    entryPoints: [RELAY_ENTRY],
+    entryPoints: [entry],
     outfile,
     format: "esm",
     platform: "node",
@@ -52,6 +55,11 @@ export async function buildRelay({ outfile = RELAY_BUNDLE, minify = true } = {})
     logLevel: "warning",
   });
   return { outfile, bytes: statSync(outfile).size };
+}
+
+/** Builds the relay's bundle; resolves with its path and size in bytes. */
+export function buildRelay({ outfile = RELAY_BUNDLE, minify = true } = {}) {
+  return bundleNodeProgram({ entry: RELAY_ENTRY, outfile, minify });
 }
 
 const isMain = process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1];

@@ -39,7 +39,3 @@ function isNetworkError(error: unknown): boolean {
   }
   return false;
 }
-
-export function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}

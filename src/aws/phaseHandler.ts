@@ -6,7 +6,8 @@
 import type { Logger } from "../log";
 import type { PhaseRunner } from "../runner/runner";
 import type { RunResult } from "../runner/request";
-import { classifyError, describeError } from "./errors";
+import { errorMessage } from "../errorMessage";
+import { classifyError } from "./errors";
 import { recordRejected, recordRun, recordThrown, type MetricsWriter } from "./phaseMetrics";
 import { parseReconcileEvent, type RequestIssue } from "./reconcileEvent";
 
@@ -52,12 +53,12 @@ export function createPhaseHandler(options: PhaseHandlerOptions): (event: unknow
     } catch (error) {
       const disposition = classifyError(error);
       if (disposition === "terminal") {
-        log.error("request refused for good; not retried", { error: describeError(error) });
+        log.error("request refused for good; not retried", { error: errorMessage(error) });
         recordRejected(metrics);
-        return { kind: "rejected", error: describeError(error) };
+        return { kind: "rejected", error: errorMessage(error) };
       }
       const retried = disposition === "retryable" ? "transient failure" : "unexpected failure";
-      log.error(`${retried}; Lambda retries the event, then keeps it in the dead-letter queue`, { error: describeError(error), disposition });
+      log.error(`${retried}; Lambda retries the event, then keeps it in the dead-letter queue`, { error: errorMessage(error), disposition });
       recordThrown(metrics);
       throw error;
     }

@@ -3,13 +3,11 @@
  * same request as the `detail` of an EventBridge event. Anything else is invalid, and the first failing
  * field is named so the log says what to fix.
  */
+import { fieldIssues, type FieldIssue } from "../issues";
 import { ReconcileRequestSchema, type ReconcileRequest } from "../runner/request";
 
-export interface RequestIssue {
-  /** Dotted path of the field ("uid", "generation"), or "request" when the payload itself is wrong. */
-  field: string;
-  message: string;
-}
+/** The field ("uid", "generation"), or "request" when the payload itself is wrong. */
+export type RequestIssue = FieldIssue;
 
 export type ParsedEvent = { ok: true; request: ReconcileRequest } | { ok: false; issues: RequestIssue[] };
 
@@ -25,13 +23,7 @@ export function parseReconcileEvent(event: unknown): ParsedEvent {
   if (isEventBridgeEvent(payload)) payload = payload.detail;
   const parsed = ReconcileRequestSchema.safeParse(payload);
   if (parsed.success) return { ok: true, request: parsed.data };
-  return {
-    ok: false,
-    issues: parsed.error.issues.map((issue) => ({
-      field: issue.path.length > 0 ? issue.path.map(String).join(".") : "request",
-      message: issue.message,
-    })),
-  };
+  return { ok: false, issues: fieldIssues("", parsed.error, "request") };
 }
 
 function isEventBridgeEvent(value: unknown): value is { detail: unknown } {

@@ -14,6 +14,7 @@ import { registerMigrate } from "./commands/migrate";
 import { registerReport } from "./commands/report";
 import { registerWatch } from "./commands/watch";
 import { registerCancel } from "./commands/cancel";
+import { registerCompletion } from "./commands/completion";
 
 export const EXIT = { ok: 0, error: 1, migrationFailed: 2, interrupted: 130 } as const;
 
@@ -70,6 +71,7 @@ export function buildProgram(io: CliIo, state: RunState = { exitCode: 0 }): Comm
   registerCancel(program, kit);
   registerReport(program, kit);
   registerLedger(program, kit);
+  registerCompletion(program, kit);
   program.addHelpText(
     "after",
     `
@@ -78,6 +80,7 @@ Examples:
   dvm migrate -f move-db.yaml
   dvm watch move-db -n dvm
   dvm report move-db -n dvm --svg timeline.svg
+  source <(dvm completion bash)     # or zsh: completion of commands and options
 
 Exit codes: 0 success, 1 error (one line on stderr), 2 the watched migration failed.`,
   );

@@ -67,7 +67,7 @@ async function main(): Promise<void> {
 
   const lines = [
     "",
-    "dvm controller running",
+    "dvm controller ready",
     `  cluster (DVMs)      KUBECONFIG=${controller.hostKubeconfig}`,
     ...(controller.embedded
       ? [
@@ -76,8 +76,17 @@ async function main(): Promise<void> {
         ]
       : []),
     `  ledger              ${controller.dynamoEndpoint}  table ${controller.ledgerTableName}`,
-    `  phase function      ${controller.lambdaEndpoint} (Lambda Invoke API)`,
+    `  Lambda Invoke API   ${controller.lambdaEndpoint}`,
+    `    phase function    ${controller.functionNames.phase}`,
+    `    trigger function  ${controller.functionNames.trigger}`,
+    `  trigger (HTTP)      POST ${controller.triggerUrl}  (CloudEvents, docs/events.md)`,
     `  relay health        ${controller.healthUrl}`,
+    `  phase function log  ${controller.functionLogFile}`,
+    "",
+    "Drive it with your own tools:",
+    `  aws lambda invoke --endpoint-url ${controller.lambdaEndpoint} --function-name ${controller.functionNames.phase} \\`,
+    "    --cli-binary-format raw-in-base64-out --payload file://reconcile-request.json out.json   (any credentials)",
+    `  curl -X POST ${controller.triggerUrl} -H 'content-type: application/cloudevents+json' -d @event.json`,
     "",
     "Start a migration:",
     ...(controller.embedded
@@ -94,10 +103,15 @@ async function main(): Promise<void> {
   ];
   process.stderr.write(lines.join("\n"));
 
-  let stopping = false;
+  // One Ctrl-C reaches this process twice (the terminal signals the whole group, and npm forwards it
+  // too): only a second signal a moment later means "stop now, without cleaning up".
+  let stoppingSince: number | undefined;
   const stop = async (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (stoppingSince !== undefined) {
+      if (Date.now() - stoppingSince > 1_000) process.exit(1);
+      return;
+    }
+    stoppingSince = Date.now();
     say(`${signal}: stopping`);
     await controller.stop();
     say("stopped");

@@ -3,6 +3,7 @@
  * `unknown` and leave as typed values; a spec that does not parse yields an error naming the field.
  */
 import { z } from "zod";
+import { fieldIssues, type FieldIssue } from "../issues";
 
 export const DVM_GROUP = "migration.openshift.io";
 export const DVM_VERSION = "v1alpha1";
@@ -171,27 +172,12 @@ export interface DirectVolumeMigration {
 }
 
 /** A spec problem, named by its field path, e.g. "spec.persistentVolumeClaims[1].targetStorageClass". */
-export interface SpecIssue {
-  field: string;
-  message: string;
-}
-
-export function formatFieldPath(path: readonly PropertyKey[]): string {
-  return formatIssuePath("spec", path);
-}
-
-/** "status.conditions[2].status" from a root and a zod issue path. */
-export function formatIssuePath(root: string, path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, part) => (typeof part === "number" ? `${acc}[${part}]` : `${acc}.${String(part)}`), root);
-}
+export type SpecIssue = FieldIssue;
 
 export type SpecParseResult = { ok: true; spec: DvmSpec } | { ok: false; issues: SpecIssue[] };
 
 export function parseDvmSpec(spec: unknown): SpecParseResult {
   const parsed = DvmSpecSchema.safeParse(spec);
   if (parsed.success) return { ok: true, spec: parsed.data };
-  return {
-    ok: false,
-    issues: parsed.error.issues.map((issue) => ({ field: formatFieldPath(issue.path), message: issue.message })),
-  };
+  return { ok: false, issues: fieldIssues("spec", parsed.error) };
 }

@@ -9,7 +9,8 @@
  * attributes are checked on the raw message first, and every refusal names the field.
  */
 import { CloudEvent, HTTP, ValidationError, type CloudEventV1 } from "cloudevents";
-import { SPEC_VERSION, type FieldIssue } from "./schema";
+import type { FieldIssue } from "../issues";
+import { SPEC_VERSION } from "./schema";
 
 /** An HTTP request as far as CloudEvents care: header names in any case, the body as received. */
 export interface HttpMessage {

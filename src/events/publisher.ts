@@ -14,6 +14,7 @@
  */
 import type { CloudEventV1 } from "cloudevents";
 import { silentLogger, type Logger } from "../log";
+import { errorMessage } from "../errorMessage";
 
 /** Where events go (HTTP endpoint, EventBridge bus). */
 export interface EventSink {
@@ -132,7 +133,7 @@ export class EventPublisher {
         (events) => void this.publish(...events),
         (error: unknown) => {
           this.totals.failed++;
-          this.log.warn("events could not be built; not sent", { error: describe(error) });
+          this.log.warn("events could not be built; not sent", { error: errorMessage(error) });
         },
       )
       .finally(() => this.builds.delete(pending));
@@ -188,7 +189,7 @@ export class EventPublisher {
         return true;
       } catch (error) {
         const retryable = !(error instanceof SendError) || error.retryable;
-        const attributes = { type: event.type, id: event.id, sink: this.sink.name, attempt, error: describe(error) };
+        const attributes = { type: event.type, id: event.id, sink: this.sink.name, attempt, error: errorMessage(error) };
         if (!retryable || attempt >= this.maxAttempts) {
           this.log.warn(retryable ? "event not sent: retries exhausted" : "event not sent: refused by the sink", attributes);
           return false;
@@ -204,8 +205,4 @@ export class EventPublisher {
     const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(attempt - 1, 20));
     return Math.floor(this.random() * cap);
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

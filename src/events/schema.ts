@@ -88,21 +88,3 @@ export const MigrationFinishedDataSchema = z.strictObject({
 });
 export type MigrationFinishedData = z.infer<typeof MigrationFinishedDataSchema>;
 
-/** A zod issue path as a field name under `root`: data.spec.persistentVolumeClaims[0].targetStorageClass */
-export function fieldPath(root: string, path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, part) => (typeof part === "number" ? `${acc}[${part}]` : acc ? `${acc}.${String(part)}` : String(part)), root);
-}
-
-export interface FieldIssue {
-  field: string;
-  message: string;
-}
-
-/** zod issues as named fields; an unknown key is named itself ("data.namesapce"). */
-export function fieldIssues(root: string, error: z.ZodError): FieldIssue[] {
-  return error.issues.flatMap((issue) =>
-    issue.code === "unrecognized_keys"
-      ? issue.keys.map((key) => ({ field: fieldPath(root, [...issue.path, key]), message: "unknown field" }))
-      : [{ field: fieldPath(root, issue.path), message: issue.message }],
-  );
-}

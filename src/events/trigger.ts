@@ -15,7 +15,8 @@ import { silentLogger, type Logger } from "../log";
 import { receiveEventBridgeEvent, receiveHttpEvent, rejection, type HttpMessage, type Received, type ReceivedEvent, type Rejection } from "./incoming";
 import type { MigrationStore, NewMigration } from "./migrationStore";
 import { EVENT_ANNOTATION, createdForEvent, dvmNameForEvent } from "./names";
-import { DEFAULT_NAME_PREFIX, MIGRATION_REQUESTED, MigrationRequestedDataSchema, fieldIssues } from "./schema";
+import { fieldIssues } from "../issues";
+import { DEFAULT_NAME_PREFIX, MIGRATION_REQUESTED, MigrationRequestedDataSchema } from "./schema";
 import { parseSourceAllowList, type SourceAllowList } from "./sources";
 
 export const CREATED_BY_LABEL = "app.kubernetes.io/created-by";

@@ -4,7 +4,8 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { z } from "zod";
-import { ConditionSchema, DVM_API_VERSION, DVM_PLURAL, DvmStatusSchema, formatIssuePath, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
+import { ConditionSchema, DVM_API_VERSION, DVM_PLURAL, DvmStatusSchema, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
+import { fieldIssues, formatIssue } from "../issues";
 import { toKubeApiError } from "./errors";
 import { KubeRest, resourcePath } from "./rest";
 
@@ -43,7 +44,7 @@ export function toDvm(raw: unknown): DirectVolumeMigration {
   return {
     ...obj,
     status: conditions.success ? { conditions: conditions.data } : {},
-    statusIssues: status.error.issues.map((issue) => `${formatIssuePath("status", issue.path)}: ${issue.message}`),
+    statusIssues: fieldIssues("status", status.error).map(formatIssue),
   };
 }
 

@@ -30,7 +30,8 @@ import {
   validateOutcome,
   type Item,
 } from "./codec";
-import { errorMessage, LedgerError, LostClaimError } from "./errors";
+import { errorMessage } from "../errorMessage";
+import { LedgerError, LostClaimError } from "./errors";
 import { validateLedgerKey, validateUid } from "./key";
 import { DEFAULT_RETRY_POLICY, withTransientRetry, type RetryPolicy } from "./retry";
 import type {

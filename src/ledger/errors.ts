@@ -1,5 +1,6 @@
 /** Ledger errors are classes so the runner can branch on what happened (see STYLE.md, Powertools). */
 import type { LedgerKey, LedgerState } from "./types";
+import { errorMessage } from "../errorMessage";
 
 /** Any ledger failure that is not one of the more specific classes below; never swallowed. */
 export class LedgerError extends Error {
@@ -56,9 +57,4 @@ function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value);
   return typeof value;
-}
-
-export function errorMessage(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
 }

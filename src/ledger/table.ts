@@ -14,7 +14,8 @@ import {
 import { z } from "zod";
 import definition from "../../infra/ledger-table.json" with { type: "json" };
 import type { LedgerDynamoClient } from "./client";
-import { errorMessage, LedgerError } from "./errors";
+import { errorMessage } from "../errorMessage";
+import { LedgerError } from "./errors";
 
 const TableResource = z.object({
   Type: z.literal("AWS::DynamoDB::Table"),

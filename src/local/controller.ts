@@ -52,6 +52,10 @@ export interface LocalController {
   dynamoEndpoint: string;
   ledgerTableName: string;
   lambdaEndpoint: string;
+  /** The trigger's HTTP route: CloudEvents are POSTed here. */
+  triggerUrl: string;
+  /** Lambda names behind `lambdaEndpoint`, for `aws lambda invoke --function-name`. */
+  functionNames: { phase: string; trigger: string };
   /** Everything the phase function printed (its structured log lines). */
   functionLogFile: string;
   healthUrl: string;
@@ -136,6 +140,8 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       dynamoEndpoint,
       ledgerTableName,
       lambdaEndpoint: offline.lambdaEndpoint,
+      triggerUrl: `${offline.httpEndpoint}/migrations`,
+      functionNames: { phase: offline.functionName(), trigger: offline.triggerFunctionName },
       functionLogFile: offline.logFile,
       healthUrl: `http://127.0.0.1:${healthPort}/readyz`,
       stop: stopAll,

@@ -5,6 +5,7 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { LEADER_ELECTION_DEFAULTS, leaderElectionTimingProblem, type LeaderElectionTiming } from "./leaderElection";
+import { fieldIssues, formatIssues } from "../issues";
 
 export class RelayConfigError extends Error {
   override readonly name = "RelayConfigError";
@@ -107,8 +108,7 @@ export interface RelayConfig {
 export function parseRelayEnv(env: Record<string, string | undefined>): RelayConfig {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    const message = parsed.error.issues.map((issue) => `${String(issue.path[0] ?? "environment")}: ${issue.message}`).join("; ");
-    throw new RelayConfigError(`relay configuration: ${message}`);
+    throw new RelayConfigError(`relay configuration: ${formatIssues(fieldIssues("", parsed.error, "environment"))}`);
   }
   const e = parsed.data;
   return {

@@ -18,7 +18,7 @@
  */
 import { systemClock, type Clock } from "../clock";
 import { jsonLogger, type Logger } from "../log";
-import { describeError } from "./listWatch";
+import { errorMessage } from "../errorMessage";
 import type { LeaseRecord, LeaseStore, StoredLease } from "./leaseStore";
 
 export interface LeaderElectionTiming {
@@ -187,7 +187,7 @@ export class LeaderElector {
         }
       } catch (error) {
         this.failures += 1;
-        this.lastError = describeError(error);
+        this.lastError = errorMessage(error);
         // The first failure after a success is news; the ones that follow are the same story.
         const report = this.failures === 1 ? this.log.warn : this.log.debug;
         report.call(this.log, "leader election attempt failed", { error: this.lastError, leading: this.leading, failures: this.failures });
@@ -267,7 +267,7 @@ export class LeaderElector {
       try {
         this.options.onStartedLeading();
       } catch (error) {
-        this.stepDown(`starting the work failed: ${describeError(error)}`);
+        this.stepDown(`starting the work failed: ${errorMessage(error)}`);
       }
       return;
     }
@@ -289,7 +289,7 @@ export class LeaderElector {
     level.call(this.log, "stopped leading", { why, term: this.terms });
     const previous = this.steppingDown;
     this.steppingDown = previous.then(() =>
-      this.options.onStoppedLeading(why).catch((error: unknown) => this.log.error("stopping the work failed", { error: describeError(error) })),
+      this.options.onStoppedLeading(why).catch((error: unknown) => this.log.error("stopping the work failed", { error: errorMessage(error) })),
     );
   }
 
@@ -306,7 +306,7 @@ export class LeaderElector {
         this.timing.renewDeadlineMs,
       );
     } catch (error) {
-      this.log.warn("could not release the Lease; a standby takes over when it expires", { error: describeError(error) });
+      this.log.warn("could not release the Lease; a standby takes over when it expires", { error: errorMessage(error) });
     }
   }
 

@@ -9,6 +9,7 @@ import type { Clock } from "../clock";
 import { toKubeApiError } from "../kube/errors";
 import type { Logger } from "../log";
 import { backoffDelay, type BackoffOptions } from "./backoff";
+import { errorMessage } from "../errorMessage";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -118,7 +119,7 @@ export class ListWatch {
         try {
           this.options.onList(listed.items, initial);
         } catch (error) {
-          log.error("handling a list failed", { watch: this.options.name, error: describeError(error) });
+          log.error("handling a list failed", { watch: this.options.name, error: errorMessage(error) });
         }
         this.stats.synced = true;
       }
@@ -144,7 +145,7 @@ export class ListWatch {
         case "failed":
           this.stats.errors += 1;
           failures += 1;
-          log.warn("watch failed; resuming", { watch: this.options.name, error: describeError(end.error), failures });
+          log.warn("watch failed; resuming", { watch: this.options.name, error: errorMessage(end.error), failures });
           await this.sleep(backoffDelay(failures, this.options.backoff));
           break;
         default: {
@@ -194,7 +195,7 @@ export class ListWatch {
             try {
               this.options.onEvent(type, object);
             } catch (error) {
-              log.error("handling an event failed; skipped", { watch: this.options.name, type, error: describeError(error) });
+              log.error("handling an event failed; skipped", { watch: this.options.name, type, error: errorMessage(error) });
             }
             break;
           case "BOOKMARK":
@@ -270,9 +271,4 @@ function statusCodeOf(error: unknown): number | undefined {
   const e = error as { statusCode?: unknown; code?: unknown } | null | undefined;
   if (typeof e?.statusCode === "number") return e.statusCode;
   return typeof e?.code === "number" ? e.code : undefined;
-}
-
-export function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
 }

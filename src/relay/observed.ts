@@ -4,6 +4,7 @@
  * forwarded, because the function reads it fresh and records what is wrong in its conditions.
  */
 import { z } from "zod";
+import { fieldIssues, formatIssue } from "../issues";
 import { LABEL } from "../phases/names";
 
 /** A DVM as the relay indexes it: enough to build a request and to pick a requeue delay. */
@@ -36,8 +37,8 @@ export type ObservedDvmParse = { ok: true; dvm: ObservedDvm; statusProblem?: str
 export function parseObservedDvm(object: unknown): ObservedDvmParse {
   const parsed = DvmIdentitySchema.safeParse(object);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { ok: false, error: issue ? `${issue.path.join(".") || "(object)"}: ${issue.message}` : "not an object" };
+    const [issue] = fieldIssues("", parsed.error, "(object)");
+    return { ok: false, error: issue ? formatIssue(issue) : "not an object" };
   }
   const { uid, namespace, name, resourceVersion, generation, deletionTimestamp } = parsed.data.metadata;
   const status = (object as { status?: unknown }).status;

@@ -10,7 +10,8 @@ import { systemClock, type Clock } from "../clock";
 import { jsonLogger, type Logger } from "../log";
 import type { ReconcileRequest } from "../runner/request";
 import { backoffDelay, type BackoffOptions } from "./backoff";
-import { describeError, ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
+import { errorMessage } from "../errorMessage";
+import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
 import { objectKey, ownerUidOf, parseObservedDvm, type ObservedDvm } from "./observed";
 import { WorkQueue, DEFAULT_CONCURRENCY } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, podVersionLister, POD_PATH, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
@@ -115,7 +116,7 @@ export class Relay {
     this.queue = new WorkQueue<string, string>({
       concurrency: options.concurrency ?? RELAY_DEFAULTS.concurrency,
       handler: (uid, reason) => this.forward(uid, reason),
-      onHandlerError: (uid, error) => this.log.error("forward crashed", { uid, error: describeError(error) }),
+      onHandlerError: (uid, error) => this.log.error("forward crashed", { uid, error: errorMessage(error) }),
       now: () => this.clock.now(),
     });
   }
@@ -343,7 +344,7 @@ export class Relay {
       if (this.live.get(uid) !== entry) return;
       entry.failures += 1;
       const retryInMs = backoffDelay(entry.failures, this.options.retryBackoff);
-      log.warn("forward failed; retrying", { reason, error: describeError(error), failures: entry.failures, retryInMs });
+      log.warn("forward failed; retrying", { reason, error: errorMessage(error), failures: entry.failures, retryInMs });
       this.queue.addAfter(uid, "retry after transport error", retryInMs);
       return;
     }

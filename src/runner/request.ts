@@ -26,20 +26,28 @@ export interface RunStats {
   statusConflicts: number;
 }
 
-export type RunResult =
+const delay = z.number().finite().min(0);
+
+/**
+ * What one invocation did, as the phase function returns it and the relay parses it back (its requeue
+ * delay drives the relay's schedule). The type is inferred from this schema: one definition for both.
+ */
+export const RunResultSchema = z.discriminatedUnion("kind", [
   /** The phase ran to completion; the DVM moved to `next`. */
-  | { kind: "advanced"; phase: string; next: string; requeueAfterMs: number }
+  z.object({ kind: z.literal("advanced"), phase: z.string(), next: z.string(), requeueAfterMs: delay }),
   /** A wait phase said "not yet". */
-  | { kind: "waiting"; phase: string; reason: string; requeueAfterMs: number }
+  z.object({ kind: z.literal("waiting"), phase: z.string(), reason: z.string(), requeueAfterMs: delay }),
   /** The ledger already records this phase as completed: its body was not run again. */
-  | { kind: "duplicate"; phase: string; next: string; statusRepaired: boolean; requeueAfterMs: number }
+  z.object({ kind: z.literal("duplicate"), phase: z.string(), next: z.string(), statusRepaired: z.boolean(), requeueAfterMs: delay }),
   /** Another invocation holds the phase; it will move the DVM on. */
-  | { kind: "busy"; phase: string; retryAfterMs: number }
+  z.object({ kind: z.literal("busy"), phase: z.string(), retryAfterMs: delay }),
   /** A transient error; the same phase will be tried again. */
-  | { kind: "retry"; phase: string; error: string; retryAfterMs: number }
+  z.object({ kind: z.literal("retry"), phase: z.string(), error: z.string(), retryAfterMs: delay }),
   /** The migration is finished (Completed). */
-  | { kind: "finished"; phase: string }
+  z.object({ kind: z.literal("finished"), phase: z.string() }),
   /** The DVM no longer exists (or was recreated under another uid). */
-  | { kind: "gone" }
+  z.object({ kind: z.literal("gone") }),
   /** The DVM cannot go on without a human (its status does not parse); nothing runs until it is fixed. */
-  | { kind: "stopped"; reason: string };
+  z.object({ kind: z.literal("stopped"), reason: z.string() }),
+]);
+export type RunResult = z.infer<typeof RunResultSchema>;

@@ -12,7 +12,8 @@ import { CONDITION, findCondition, setCondition, type ConditionInput } from "../
 import { DEFAULT_MIGRATION_POLICY, formatViolation, policyViolations, transferImageFor, type MigrationPolicy } from "../dvm/policy";
 import { nextPhase, phaseSpec, POLL_REQUEUE_MS, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
-import { DVM_FINALIZER, parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../dvm/types";
+import { DVM_FINALIZER, parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus, type SpecParseResult } from "../dvm/types";
+import { formatIssue } from "../issues";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { unreachableCluster, type ClusterResolver } from "../kube/resolver";
@@ -222,50 +223,10 @@ export class PhaseRunner {
     }
   }
 
-  private async context(
-    fresh: DirectVolumeMigration,
-    parsed: ReturnType<typeof parseDvmSpec>,
-    position: Position,
-    claim: Claim,
-    log: Logger,
-    lease: BodyLease,
-  ): Promise<PhaseContext> {
-    const inFailure = position.itinerary === "VolumeMigrationFailed";
-    if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map(formatViolation));
-    // The policy is checked before anything is read or created for the DVM (its Secrets included).
-    const violations = parsed.ok ? policyViolations(fresh.metadata.namespace, parsed.spec, this.policy) : [];
-    if (violations.length > 0 && !inFailure) throw new MigrationInputError(violations.map(formatViolation));
-    // An invalid or refused spec on the failure itinerary: nothing was created from it, so there is
-    // nothing to clean, and its references are not followed.
-    const spec: DvmSpec = parsed.ok && violations.length === 0 ? parsed.spec : { persistentVolumeClaims: [] };
-    let clusters: MigrationClusters;
-    try {
-      clusters = await this.options.clusters.resolve(fresh.metadata.namespace, spec);
-    } catch (error) {
-      if (!(inFailure && error instanceof MigrationInputError)) throw error;
-      const host = (await this.options.clusters.resolve(fresh.metadata.namespace, {})).host;
-      clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
-    }
-    if (position.itinerary === "VolumeMigrationRollback") {
-      // Data flows back: the original destination is read from and the original source written to.
-      clusters = { ...clusters, source: clusters.destination, destination: clusters.source };
-    }
-    const { name, namespace, uid, generation } = fresh.metadata;
-    return {
-      dvm: { name, namespace, uid, generation },
-      spec,
-      status: fresh.status,
-      itinerary: position.itinerary,
-      phase: position.phase,
-      clusters: lease.fence(clusters),
-      volumes: volumePairs(spec, position.itinerary === "VolumeMigrationFailed" ? "VolumeMigration" : position.itinerary),
-      transferImage: transferImageFor(spec, this.policy),
-      attempt: claim.attempt,
-      clock: this.clock,
-      log,
-      lease,
-    };
+  private context(fresh: DirectVolumeMigration, parsed: SpecParseResult, position: Position, claim: Claim, log: Logger, lease: BodyLease): Promise<PhaseContext> {
+    return buildPhaseContext({ dvm: fresh, parsed, position, clusters: this.options.clusters, policy: this.policy, attempt: claim.attempt, clock: this.clock, log, lease });
   }
+
 
   /**
    * Moves the status from `from` to the position the ledger recorded, with the status update the body
@@ -441,7 +402,68 @@ function decidedBy(outcome: { status?: StatusUpdate; warnings?: ConditionInput[]
   };
 }
 
-function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {
+export interface PhaseContextInput {
+  /** The DVM as read fresh. */
+  dvm: DirectVolumeMigration;
+  parsed: SpecParseResult;
+  position: Position;
+  clusters: ClusterResolver;
+  /** What a DVM may reference (checked before anything is read or created for it). */
+  policy: MigrationPolicy;
+  /** The ledger attempt that holds the phase. */
+  attempt: number;
+  clock: Clock;
+  log: Logger;
+  /** The claim's lease: the context's clusters are fenced by it (a body past its deadline cannot act). */
+  lease?: BodyLease;
+}
+
+/**
+ * What a phase body gets: the spec, the clusters it moves data between (swapped on Rollback) and the
+ * volume pairs. An invalid spec fails the migration (MigrationInputError), except on the failure
+ * itinerary, whose cleanup runs with no volumes and unreachable clusters instead. Exported for anything
+ * else that runs phase bodies (the chaos baseline), so both build the same context.
+ */
+export async function buildPhaseContext(input: PhaseContextInput): Promise<PhaseContext> {
+  const { dvm, parsed, position } = input;
+  const inFailure = position.itinerary === "VolumeMigrationFailed";
+  if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map(formatIssue));
+  // The policy is checked before anything is read or created for the DVM (its Secrets included).
+  const violations = parsed.ok ? policyViolations(dvm.metadata.namespace, parsed.spec, input.policy) : [];
+  if (violations.length > 0 && !inFailure) throw new MigrationInputError(violations.map(formatViolation));
+  // An invalid or refused spec on the failure itinerary: nothing was created from it, so there is
+  // nothing to clean, and its references are not followed.
+  const spec: DvmSpec = parsed.ok && violations.length === 0 ? parsed.spec : { persistentVolumeClaims: [] };
+  let clusters: MigrationClusters;
+  try {
+    clusters = await input.clusters.resolve(dvm.metadata.namespace, spec);
+  } catch (error) {
+    if (!(inFailure && error instanceof MigrationInputError)) throw error;
+    const host = (await input.clusters.resolve(dvm.metadata.namespace, {})).host;
+    clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
+  }
+  if (position.itinerary === "VolumeMigrationRollback") {
+    // Data flows back: the original destination is read from and the original source written to.
+    clusters = { ...clusters, source: clusters.destination, destination: clusters.source };
+  }
+  const { name, namespace, uid, generation } = dvm.metadata;
+  return {
+    dvm: { name, namespace, uid, generation },
+    spec,
+    status: dvm.status,
+    itinerary: position.itinerary,
+    phase: position.phase,
+    clusters: input.lease ? input.lease.fence(clusters) : clusters,
+    volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
+    transferImage: transferImageFor(spec, input.policy),
+    attempt: input.attempt,
+    clock: input.clock,
+    log: input.log,
+    ...(input.lease ? { lease: input.lease } : {}),
+  };
+}
+
+export function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {
   const spec = dvm.spec as { migrationType?: unknown } | undefined;
   return typeof spec?.migrationType === "string" ? spec.migrationType : undefined;
 }

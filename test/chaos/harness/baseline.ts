@@ -13,14 +13,14 @@ import { systemClock } from "../../../src/clock";
 import { setCondition } from "../../../src/dvm/conditions";
 import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../../../src/dvm/status";
-import { parseDvmSpec, type DirectVolumeMigration, type DvmSpec, type DvmStatus } from "../../../src/dvm/types";
+import { parseDvmSpec, type DirectVolumeMigration, type DvmStatus } from "../../../src/dvm/types";
 import { KubeDvmStore } from "../../../src/kube/dvmStore";
 import { KubeApiError } from "../../../src/kube/errors";
-import { SecretClusterResolver, unreachableCluster } from "../../../src/kube/resolver";
+import { SecretClusterResolver } from "../../../src/kube/resolver";
 import { silentLogger } from "../../../src/log";
-import { MigrationInputError, type MigrationClusters, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
-import { volumePairs } from "../../../src/phases/volumes";
+import { MigrationInputError, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
+import { buildPhaseContext, migrationTypeOf } from "../../../src/runner/runner";
 import { countedBodies, crashPlan, invocationScope, SimulatedCrash, tallyHooks, type Bodies } from "./bodies";
 import type { ChaosEnvironment } from "./environment";
 import type { DvmHistory } from "./observatory";
@@ -154,38 +154,9 @@ export class BaselineController implements Target {
     return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
   }
 
-  /** The same context our runner builds (runner.ts), minus the ledger's attempt number. */
-  private async context(dvm: DirectVolumeMigration, position: Position): Promise<PhaseContext> {
-    const inFailure = position.itinerary === "VolumeMigrationFailed";
-    const parsed = parseDvmSpec(dvm.spec);
-    if (!parsed.ok && !inFailure) throw new MigrationInputError(parsed.issues.map((i) => `${i.field}: ${i.message}`));
-    const spec: DvmSpec = parsed.ok ? parsed.spec : { persistentVolumeClaims: [] };
-    let clusters: MigrationClusters;
-    try {
-      clusters = await this.resolver.resolve(dvm.metadata.namespace, spec);
-    } catch (error) {
-      if (!(inFailure && error instanceof MigrationInputError)) throw error;
-      clusters = { host: this.resolver.host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
-    }
-    if (position.itinerary === "VolumeMigrationRollback") clusters = { ...clusters, source: clusters.destination, destination: clusters.source };
-    const { name, namespace, uid, generation } = dvm.metadata;
-    return {
-      dvm: { name, namespace, uid, generation },
-      spec,
-      status: dvm.status,
-      itinerary: position.itinerary,
-      phase: position.phase,
-      clusters,
-      volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
-      transferImage: transferImageFor(spec, DEFAULT_MIGRATION_POLICY),
-      attempt: 1,
-      clock: systemClock,
-      log: silentLogger,
-    };
+  /** The context our runner builds (buildPhaseContext), with attempt 1: the baseline has no ledger. */
+  private context(dvm: DirectVolumeMigration, position: Position): Promise<PhaseContext> {
+    return buildPhaseContext({ dvm, parsed: parseDvmSpec(dvm.spec), position, clusters: this.resolver, policy: DEFAULT_MIGRATION_POLICY, attempt: 1, clock: systemClock, log: silentLogger });
   }
-}
 
-function migrationTypeOf(dvm: DirectVolumeMigration): string | undefined {
-  const spec = dvm.spec as { migrationType?: unknown } | undefined;
-  return typeof spec?.migrationType === "string" ? spec.migrationType : undefined;
 }

@@ -6,7 +6,7 @@
  *
  *   npx tsx bench/bundle.ts [runs]
  */
-import { build, type Metafile } from "esbuild";
+
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -15,6 +15,7 @@ import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
+import { build, type Metafile } from "esbuild";
 import { parse } from "yaml";
 import { FUNCTION_LAYOUTS, type FunctionLayout } from "../src/aws/functionLayout";
 
@@ -110,9 +111,15 @@ export async function runBundleBench(options: BundleBenchOptions = {}): Promise<
     log(`cold init: median of ${runs} fresh node processes (node ${process.version}, ${process.platform}/${process.arch})`);
     log(row("function", "layout", "bytes (min)", "gzip", "require ms", "start→loaded ms"));
     log(row("(bare node)", "", "", "", "", fmt(bareNode.processMs)));
-    for (const f of functions) log(row(f.function, f.layout, f.bytes.toLocaleString("en"), f.gzipBytes.toLocaleString("en"), fmt(f.init.requireMs), fmt(f.init.processMs)));
+    for (const f of functions)
+      log(row(f.function, f.layout, f.bytes.toLocaleString("en"), f.gzipBytes.toLocaleString("en"), fmt(f.init.requireMs), fmt(f.init.processMs)));
     for (const [handler, inputs] of Object.entries(largestInputs)) {
-      log(`${handler}: largest inputs ${inputs.slice(0, 8).map((i) => `${i.name} ${Math.round(i.bytes / 1024)}k`).join(", ")}`);
+      log(
+        `${handler}: largest inputs ${inputs
+          .slice(0, 8)
+          .map((i) => `${i.name} ${Math.round(i.bytes / 1024)}k`)
+          .join(", ")}`,
+      );
       log(`${handler}: ${withoutAwsSdkBytes[handler]?.toLocaleString("en")} bytes if @aws-sdk/* were left to the runtime's copy (not deployed that way)`);
     }
     return { functions, bareNode, largestInputs, withoutAwsSdkBytes };

@@ -8,7 +8,18 @@
  *   DVM_BENCH_CHAOS_SCENARIOS=stale-replay,crash  DVM_BENCH_CHAOS_DVMS=3  DVM_BENCH_CHAOS_PVCS=2  npx tsx bench/chaos.ts
  */
 import { pathToFileURL } from "node:url";
-import { comparisonTable, compareScenario, describeReport, FAULT_DESCRIPTIONS, Observatory, runScenario, SCENARIOS, scenarioNamed, startEnvironment, type ScenarioReport } from "../test/chaos/harness";
+import {
+  compareScenario,
+  comparisonTable,
+  describeReport,
+  FAULT_DESCRIPTIONS,
+  Observatory,
+  runScenario,
+  SCENARIOS,
+  type ScenarioReport,
+  scenarioNamed,
+  startEnvironment,
+} from "../test/chaos/harness";
 import { envNumber } from "./env";
 
 export interface ChaosBenchOptions {
@@ -37,13 +48,25 @@ export interface ChaosBenchResult {
 
 export async function runChaosBench(options: ChaosBenchOptions = {}): Promise<ChaosBenchResult> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const names = options.scenarios ?? process.env.DVM_BENCH_CHAOS_SCENARIOS?.split(",").map((s) => s.trim()).filter(Boolean) ?? SCENARIOS.map((s) => s.name);
+  const names =
+    options.scenarios ??
+    process.env.DVM_BENCH_CHAOS_SCENARIOS?.split(",")
+      .map((s) => s.trim())
+      .filter(Boolean) ??
+    SCENARIOS.map((s) => s.name);
   const scenarios = names.map(scenarioNamed);
   const dvms = options.dvms ?? envNumber("DVM_BENCH_CHAOS_DVMS", 3);
   const pvcs = options.pvcs ?? envNumber("DVM_BENCH_CHAOS_PVCS", 2);
   const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
-  log(`chaos bench: ${scenarios.length} scenarios, ${dvms} DVMs of ${pvcs} PVCs per target; starting two control planes and ${external ? external : "DynamoDB Local"}`);
-  const env = await startEnvironment({ host: "start", destination: "start", dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start", dynamoJvmArgs: [] });
+  log(
+    `chaos bench: ${scenarios.length} scenarios, ${dvms} DVMs of ${pvcs} PVCs per target; starting two control planes and ${external ? external : "DynamoDB Local"}`,
+  );
+  const env = await startEnvironment({
+    host: "start",
+    destination: "start",
+    dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
+    dynamoJvmArgs: [],
+  });
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const reports: ScenarioReport[] = [];
   try {

@@ -64,13 +64,39 @@ export async function runDatapathBench(options: DatapathBenchOptions = {}): Prom
     const pki = await generateTransferPki({ commonName: "dvm-bench", serverDnsNames: ["rsync-server.dvm.local"] });
     const password = generateRsyncPassword();
     const volume = { namespace: "bench", name: "data" };
-    const server = await startLocalServerPod(processes, { root: join(root, "server"), namespace: "bench", pvcs: [volume], runAsRoot, user: "dvm", password, pki });
+    const server = await startLocalServerPod(processes, {
+      root: join(root, "server"),
+      namespace: "bench",
+      pvcs: [volume],
+      runAsRoot,
+      user: "dvm",
+      password,
+      pki,
+    });
 
     // The client pod's stunnel sidecar, from the generated client Secret and pod.
     const clientPaths = transferPaths({ configDir: join(root, "client/config"), doneDir: join(root, "client/done"), scratchDir: join(root, "client/scratch") });
     const localPort = await findFreePort();
-    const clientData = clientTransferSecretData({ password, pki, endpointHost: "127.0.0.1", endpointPort: server.stunnelPort, checkHost: "rsync-server.dvm.local", localPort, paths: clientPaths });
-    const clientPod = rsyncClientPod({ name: "bench", namespace: "bench", configSecretName: "bench", sourcePvc: volume, destinationPvc: volume, user: "dvm", runAsRoot, localPort, paths: clientPaths });
+    const clientData = clientTransferSecretData({
+      password,
+      pki,
+      endpointHost: "127.0.0.1",
+      endpointPort: server.stunnelPort,
+      checkHost: "rsync-server.dvm.local",
+      localPort,
+      paths: clientPaths,
+    });
+    const clientPod = rsyncClientPod({
+      name: "bench",
+      namespace: "bench",
+      configSecretName: "bench",
+      sourcePvc: volume,
+      destinationPvc: volume,
+      user: "dvm",
+      runAsRoot,
+      localPort,
+      paths: clientPaths,
+    });
     writeSecretVolume(clientPod, clientData, clientPaths.configDir);
     const stunnel = processes.start("client stunnel", ["stunnel", join(clientPaths.configDir, "stunnel.conf")]);
     await waitForPort(localPort, "127.0.0.1", 10_000, stunnel);

@@ -5,13 +5,14 @@
  *
  *   npx tsx bench/ledger.ts [phases]
  */
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EXECUTABLE_PHASES } from "../src/dvm/itinerary";
 import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/ledger";
-import { startDynamoLocal, type DynamoLocal } from "../src/local/dynamoLocal";
+import { type DynamoLocal, startDynamoLocal } from "../src/local/dynamoLocal";
 
 export interface LedgerBenchOptions {
   /** Measured phases. Default 1,000. */
@@ -99,7 +100,11 @@ export async function runLedgerBench(options: LedgerBenchOptions = {}): Promise<
       requestsByCommand: byCommand,
     };
     log(`ledger bench: ${phases} phases (claim + complete, sequential) on ${result.backend}`);
-    for (const [name, s] of [["claim", result.claimMs], ["complete", result.completeMs], ["claim+complete", result.pairMs]] as const) {
+    for (const [name, s] of [
+      ["claim", result.claimMs],
+      ["complete", result.completeMs],
+      ["claim+complete", result.pairMs],
+    ] as const) {
       log(`  ${name.padEnd(15)} p50 ${s.p50.toFixed(2)} ms   p99 ${s.p99.toFixed(2)} ms   mean ${s.mean.toFixed(2)} ms   max ${s.max.toFixed(2)} ms`);
     }
     log(`  DynamoDB requests per phase: ${result.requestsPerPhase} (writes ${result.writesPerPhase}) ${JSON.stringify(byCommand)}`);

@@ -23,6 +23,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
 import { DVM_API_VERSION, DVM_KIND } from "../src/dvm/types";
+import { KINDS } from "../src/kube/objects";
 import { createLedgerClient, ensureLedgerTable } from "../src/ledger";
 import { writeDataset } from "../src/local/demoData";
 import { startDynamoLocal } from "../src/local/dynamoLocal";
@@ -30,9 +31,8 @@ import { startNodeClusters } from "../src/local/nodes/clusters";
 import { ensureNodeImages } from "../src/local/nodes/images";
 import { volumeFolder } from "../src/local/nodes/volumes";
 import { PHASE_BODIES } from "../src/phases";
-import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
-import { KINDS } from "../src/kube/objects";
 import { LABEL } from "../src/phases/names";
+import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
 import type { PhaseBody } from "../src/phases/types";
 import { createPhaseRunner } from "../src/runtime/phaseRunner";
 import { parseRsyncProgress } from "../src/transfer/progress";
@@ -71,9 +71,16 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
     log(`data set: ${(data.bytes / MiB).toFixed(0)} MiB in ${data.files} files (random content), on the source node's disk`);
 
     // Ours: a whole migration, timing the data phase and keeping the client's own closing statistics.
-    await core.createNamespacedSecret({ namespace: "dvm-system", body: { metadata: { name: "destination" }, stringData: { kubeconfig: readFileSync(destination.kubeconfigPath, "utf8") } } });
+    await core.createNamespacedSecret({
+      namespace: "dvm-system",
+      body: { metadata: { name: "destination" }, stringData: { kubeconfig: readFileSync(destination.kubeconfigPath, "utf8") } },
+    });
     const table = "bench-nodes";
-    const client = createLedgerClient({ endpoint: dynamo.endpoint, region: "us-east-1", credentials: { accessKeyId: "dvmlocal", secretAccessKey: "dvmlocal" } });
+    const client = createLedgerClient({
+      endpoint: dynamo.endpoint,
+      region: "us-east-1",
+      credentials: { accessKeyId: "dvmlocal", secretAccessKey: "dvmlocal" },
+    });
     await ensureLedgerTable(client, table);
     let firstEntry: number | undefined;
     let advancedAt: number | undefined;
@@ -97,24 +104,33 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       leaseMs: 600_000,
       policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: images.transferImage },
     });
-    const dvm = (await source.kubeConfig().makeApiClient((await import("@kubernetes/client-node")).CustomObjectsApi).createNamespacedCustomObject({
-      group: "migration.openshift.io",
-      version: "v1alpha1",
-      namespace: "dvm-system",
-      plural: "directvolumemigrations",
-      body: {
-        apiVersion: DVM_API_VERSION,
-        kind: DVM_KIND,
-        metadata: { name: "bench", namespace: "dvm-system" },
-        spec: {
-          destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
-          persistentVolumeClaims: [{ name: "data", namespace: "bench", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
-          endpointType: "NodePort",
-          runAsRoot: true,
+    const dvm = (await source
+      .kubeConfig()
+      .makeApiClient((await import("@kubernetes/client-node")).CustomObjectsApi)
+      .createNamespacedCustomObject({
+        group: "migration.openshift.io",
+        version: "v1alpha1",
+        namespace: "dvm-system",
+        plural: "directvolumemigrations",
+        body: {
+          apiVersion: DVM_API_VERSION,
+          kind: DVM_KIND,
+          metadata: { name: "bench", namespace: "dvm-system" },
+          spec: {
+            destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+            persistentVolumeClaims: [{ name: "data", namespace: "bench", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
+            endpointType: "NodePort",
+            runAsRoot: true,
+          },
         },
-      },
-    })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };
-    const request = { uid: dvm.metadata.uid, namespace: "dvm-system", name: "bench", generation: dvm.metadata.generation, resourceVersion: dvm.metadata.resourceVersion };
+      })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };
+    const request = {
+      uid: dvm.metadata.uid,
+      namespace: "dvm-system",
+      name: "bench",
+      generation: dvm.metadata.generation,
+      resourceVersion: dvm.metadata.resourceVersion,
+    };
     for (let step = 0; step < 2_000; step++) {
       const result = await runner.run(request);
       if (result.kind === "finished" || result.kind === "gone") break;
@@ -132,8 +148,15 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
     const plainRoot = join(destination.node.tmpDir, "bench-plain");
     mkdirSync(join(plainRoot, "data"), { recursive: true });
     const port = 8730;
-    writeFileSync(join(plainRoot, "rsyncd.conf"), `port = ${port}\nuse chroot = no\nnumeric ids = yes\nmunge symlinks = no\n[plain]\npath = /tmp/bench-plain/data\nread only = no\nuid = 0\ngid = 0\n`);
-    const daemon = spawn("nsenter", [`--target=${destination.node.holderPid}`, "--mount", "--net", "--", "rsync", "--daemon", "--no-detach", "--config=/tmp/bench-plain/rsyncd.conf"], { stdio: "ignore" });
+    writeFileSync(
+      join(plainRoot, "rsyncd.conf"),
+      `port = ${port}\nuse chroot = no\nnumeric ids = yes\nmunge symlinks = no\n[plain]\npath = /tmp/bench-plain/data\nread only = no\nuid = 0\ngid = 0\n`,
+    );
+    const daemon = spawn(
+      "nsenter",
+      [`--target=${destination.node.holderPid}`, "--mount", "--net", "--", "rsync", "--daemon", "--no-detach", "--config=/tmp/bench-plain/rsyncd.conf"],
+      { stdio: "ignore" },
+    );
     try {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       // Our client's arguments, pointed at the plain daemon; the source as the node sees it.
@@ -154,7 +177,9 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       log(`ours, data phase (RunRsyncOperations, pod start and polls included): ${result.phaseMBps.toFixed(1)} MB/s (${phaseSeconds.toFixed(1)} s)`);
       log(`ours, rsync's own session rate through the TLS tunnel: ${result.rsyncSessionMBps.toFixed(1)} MB/s`);
       log(`plain rsync daemon <- rsync between the same two network namespaces: ${result.plainMBps.toFixed(1)} MB/s (${plainSeconds.toFixed(1)} s)`);
-      log(`ratio, data phase / plain: ${(result.phaseMBps / result.plainMBps).toFixed(2)}; rsync session / plain: ${(result.rsyncSessionMBps / result.plainMBps).toFixed(2)} (aim: at least 0.7)`);
+      log(
+        `ratio, data phase / plain: ${(result.phaseMBps / result.plainMBps).toFixed(2)}; rsync session / plain: ${(result.rsyncSessionMBps / result.plainMBps).toFixed(2)} (aim: at least 0.7)`,
+      );
       return result;
     } finally {
       daemon.kill("SIGKILL");

@@ -18,9 +18,9 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { PHASES, PHASE_NAMES } from "../src/dvm/itinerary";
+import { PHASE_NAMES, PHASES } from "../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
-import { startControlPlane, type ControlPlane } from "../src/local/controlPlane";
+import { type ControlPlane, startControlPlane } from "../src/local/controlPlane";
 import { silentLogger } from "../src/log";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming } from "../src/relay/leaderElection";
 import { Relay } from "../src/relay/relay";
@@ -74,13 +74,15 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
     return name;
   };
   const createDvm = async (namespace: string, name: string) =>
-    ((await custom.createNamespacedCustomObject({
-      group: DVM_GROUP,
-      version: DVM_VERSION,
-      namespace,
-      plural: DVM_PLURAL,
-      body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name }, spec: SPEC },
-    })) as { metadata: { uid: string } }).metadata.uid;
+    (
+      (await custom.createNamespacedCustomObject({
+        group: DVM_GROUP,
+        version: DVM_VERSION,
+        namespace,
+        plural: DVM_PLURAL,
+        body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name }, spec: SPEC },
+      })) as { metadata: { uid: string } }
+    ).metadata.uid;
   const dvmRef = (namespace: string, name: string) => ({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name });
 
   try {
@@ -145,7 +147,8 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
       const t0 = performance.now();
       await Promise.all(
         names.map(async (name) => {
-          for (let u = 1; u <= updates; u++) await custom.patchNamespacedCustomObject({ ...dvmRef(namespace, name), body: { spec: { backOffLimit: u } } }, merge);
+          for (let u = 1; u <= updates; u++)
+            await custom.patchNamespacedCustomObject({ ...dvmRef(namespace, name), body: { spec: { backOffLimit: u } } }, merge);
         }),
       );
       // Done when every DVM's newest generation has been forwarded.
@@ -205,8 +208,12 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
         return `p50 ${(percentile(sorted, 50) / 1000).toFixed(2)} s, max ${(sorted.at(-1)! / 1000).toFixed(2)} s`;
       };
       const setting = `lease ${timing.leaseDurationMs / 1000} s, renew deadline ${timing.renewDeadlineMs / 1000} s, retry ${timing.retryPeriodMs / 1000} s`;
-      log(`failover, leader killed (SIGKILL), ${trials} trials (${setting}): the standby forwards again after ${summary(killed)} (aim: within ${(timing.leaseDurationMs + 1000) / 1000} s)`);
-      log(`failover, leader cut off from the API server, ${trials} trials: the standby forwards again after ${summary(partitioned)}; the cut-off leader stopped forwarding after ${summary(steppedDown)} (before the lease could expire for anyone else)`);
+      log(
+        `failover, leader killed (SIGKILL), ${trials} trials (${setting}): the standby forwards again after ${summary(killed)} (aim: within ${(timing.leaseDurationMs + 1000) / 1000} s)`,
+      );
+      log(
+        `failover, leader cut off from the API server, ${trials} trials: the standby forwards again after ${summary(partitioned)}; the cut-off leader stopped forwarding after ${summary(steppedDown)} (before the lease could expire for anyone else)`,
+      );
     }
   } finally {
     await plane?.stop();

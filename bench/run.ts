@@ -16,12 +16,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { cpus, freemem, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
-import { runChaosBench, type ChaosBenchResult } from "./chaos";
+import { type ChaosBenchResult, runChaosBench } from "./chaos";
 import { runDatapathBench } from "./datapath";
+import { envNumber } from "./env";
 import { runLedgerBench } from "./ledger";
 import { runNodesBench } from "./nodes";
 import { describeScale, runScaleBench, type ScaleBenchResult } from "./scale";
-import { envNumber } from "./env";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
@@ -49,9 +49,12 @@ function commandLine(): string {
 }
 
 function wanted(): Section[] {
-  const only = process.env.DVM_BENCH_ONLY?.split(",").map((s) => s.trim()).filter(Boolean);
+  const only = process.env.DVM_BENCH_ONLY?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!only) return [...SECTIONS];
-  for (const name of only) if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`DVM_BENCH_ONLY: unknown benchmark "${name}" (known: ${SECTIONS.join(", ")})`);
+  for (const name of only)
+    if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`DVM_BENCH_ONLY: unknown benchmark "${name}" (known: ${SECTIONS.join(", ")})`);
   return SECTIONS.filter((s) => only.includes(s));
 }
 
@@ -149,7 +152,13 @@ function machine(): string {
   return `${cpu.length} x ${cpu[0]?.model ?? "unknown CPU"}, ${gib(totalmem())} GiB RAM (${gib(freemem())} GiB free at the end), ${process.platform}/${process.arch}, Node ${process.version}`;
 }
 
-function markdown(run: { started: Date; finished: Date; outcomes: Outcome[]; chaos: ChaosBenchResult | undefined; scale: ScaleBenchResult | undefined }): string {
+function markdown(run: {
+  started: Date;
+  finished: Date;
+  outcomes: Outcome[];
+  chaos: ChaosBenchResult | undefined;
+  scale: ScaleBenchResult | undefined;
+}): string {
   const out: string[] = [];
   const minutes = ((run.finished.getTime() - run.started.getTime()) / 60_000).toFixed(1);
   out.push("# Benchmarks", "");
@@ -172,7 +181,7 @@ function markdown(run: { started: Date; finished: Date; outcomes: Outcome[]; cha
       out.push(
         `Each scenario runs ${c.dvms} DVMs of ${c.pvcs} PVCs for our runner, then ${c.dvms} for the baseline, each alone, on the same control planes and under the same injected faults (\`bench/chaos.ts\`, harness in \`test/chaos/harness/\`).`,
         "",
-        "- **Repeats**: executions of a non-waiting phase body beyond the first for the same (DVM uid, phase, generation), counted by a wrapper around each real body (reported before the body runs, so a killed process still counts). A body that threw is a retry, not a repeat. \"+N wait polls\" are polls of a waiting phase after it had already advanced. `of N`: all bodies entered.",
+        '- **Repeats**: executions of a non-waiting phase body beyond the first for the same (DVM uid, phase, generation), counted by a wrapper around each real body (reported before the body runs, so a killed process still counts). A body that threw is a retry, not a repeat. "+N wait polls" are polls of a waiting phase after it had already advanced. `of N`: all bodies entered.',
         "- **Overhead**: for every invocation that moved a DVM to its next phase, its wall time minus the time spent in the phase body. Ours: fresh read of the DVM, ledger claim, resolving the clusters (a read of the destination kubeconfig Secret), ledger completion and the guarded status write, with re-reads after 409s and DynamoDB retries. Baseline: informer-cache read, resolving the clusters and the guarded status write.",
         "- **Invocations per phase**: every invocation the target received (duplicates and replays included) divided by the phase transitions it made.",
         "- **Our checks**: migrations Completed within the bound; lost transitions (a completion recorded in the ledger whose phase the status never moved past); status regressions (status.phase moving backwards on a real watch of the DVM); objects (pods, secrets, services, config maps, PVCs, namespaces, progress records) created twice, from the API servers' watch events.",
@@ -186,15 +195,23 @@ function markdown(run: { started: Date; finished: Date; outcomes: Outcome[]; cha
       const notes: string[] = [];
       for (const report of c.reports) {
         for (const r of report.reports) {
-          if (r.stuck.length) notes.push(`- ${report.scenario.name}, ${r.target}: ${r.completed}/${r.migrations} completed within the bound; stuck: ${r.stuck.join(", ")}`);
+          if (r.stuck.length)
+            notes.push(`- ${report.scenario.name}, ${r.target}: ${r.completed}/${r.migrations} completed within the bound; stuck: ${r.stuck.join(", ")}`);
           if (r.target === "ours" && (r.repeats.repeats || r.repeats.waitRepeats)) {
-            const phases = Object.entries(r.repeats.byPhase).map(([phase, n]) => `${phase} ${n}`).join(", ");
-            notes.push(`- ${report.scenario.name}, ours: ${r.repeats.repeats + r.repeats.waitRepeats} repeats (${phases}) for ${r.repeats.crashed} crashes right after a body returned and ${r.timeouts} kills at the function timeout; ${r.takeovers} lease takeovers`);
+            const phases = Object.entries(r.repeats.byPhase)
+              .map(([phase, n]) => `${phase} ${n}`)
+              .join(", ");
+            notes.push(
+              `- ${report.scenario.name}, ours: ${r.repeats.repeats + r.repeats.waitRepeats} repeats (${phases}) for ${r.repeats.crashed} crashes right after a body returned and ${r.timeouts} kills at the function timeout; ${r.takeovers} lease takeovers`,
+            );
           }
         }
         const ours = report.reports.find((r) => r.target === "ours");
         const base = report.reports.find((r) => r.target === "baseline");
-        if (ours && base) notes.push(`- ${report.scenario.name}: time to complete (max) ours ${(ours.timeToCompleteMs.max / 1000).toFixed(1)} s, baseline ${base.completed === base.migrations ? `${(base.timeToCompleteMs.max / 1000).toFixed(1)} s` : "did not finish"}; objects created ours ${ours.created}, baseline ${base.created}`);
+        if (ours && base)
+          notes.push(
+            `- ${report.scenario.name}: time to complete (max) ours ${(ours.timeToCompleteMs.max / 1000).toFixed(1)} s, baseline ${base.completed === base.migrations ? `${(base.timeToCompleteMs.max / 1000).toFixed(1)} s` : "did not finish"}; objects created ours ${ours.created}, baseline ${base.created}`,
+          );
       }
       if (notes.length) out.push("Per scenario:", "", ...notes, "");
     }
@@ -217,8 +234,14 @@ function markdown(run: { started: Date; finished: Date; outcomes: Outcome[]; cha
         `| time to complete a DVM | p50 ${s.timeToCompleteSeconds.p50.toFixed(0)} s, max ${s.timeToCompleteSeconds.max.toFixed(0)} s |`,
         `| relay+runner RSS | idle ${s.memory.idleRssMiB.toFixed(0)} MiB, mean ${s.memory.meanRssMiB.toFixed(0)} MiB, peak ${s.memory.peakRssMiB.toFixed(0)} MiB (${s.memory.samples} samples, up to ${s.memory.peakLiveDvms} live DVMs) |`,
         `| relay+runner heap used | peak ${s.memory.peakHeapUsedMiB.toFixed(0)} MiB |`,
-        `| ledger writes per phase transition | ${s.ledger.writesPerTransition.toFixed(2)} (all DynamoDB requests: ${s.ledger.requestsPerTransition.toFixed(2)}; ${Object.entries(s.ledger.byCommand).map(([k, v]) => `${k} ${v}`).join(", ")}) |`,
-        `| invocations per phase transition | ${s.invocationsPerTransition.toFixed(2)} (${Object.entries(s.invocations).map(([k, v]) => `${k} ${v}`).join(", ")}) |`,
+        `| ledger writes per phase transition | ${s.ledger.writesPerTransition.toFixed(2)} (all DynamoDB requests: ${s.ledger.requestsPerTransition.toFixed(2)}; ${Object.entries(
+          s.ledger.byCommand,
+        )
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", ")}) |`,
+        `| invocations per phase transition | ${s.invocationsPerTransition.toFixed(2)} (${Object.entries(s.invocations)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", ")}) |`,
         `| overhead per advancing invocation | p50 ${s.overheadMs.p50.toFixed(1)} ms, p99 ${s.overheadMs.p99.toFixed(1)} ms |`,
         `| repeated phase executions | ${s.repeats} |`,
         `| objects created / created twice | ${s.createdObjects} / ${s.createdTwice} |`,

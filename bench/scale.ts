@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build, type BuildOptions } from "esbuild";
+import { type BuildOptions, build } from "esbuild";
 import { createMigrations, distribution, Observatory, prepareMigrations, startEnvironment } from "../test/chaos/harness";
 import type { FromRelayHost, RelayHostConfig, RelayHostFinal, RelayHostSample, ToRelayHost } from "../test/chaos/harness/relayHost";
 import type { Distribution } from "../test/chaos/harness/tally";
@@ -82,8 +82,15 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
   const concurrency = options.concurrency ?? (process.env.DVM_BENCH_SCALE_CONCURRENCY ? envNumber("DVM_BENCH_SCALE_CONCURRENCY", 16) : undefined);
   const timeoutMs = options.timeoutMs ?? 30 * 60_000;
   const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
-  log(`scale bench: ${dvms} DVMs of ${pvcs} PVCs, relay concurrency ${concurrency ?? "default (16)"}; starting two control planes and ${external ?? "DynamoDB Local"}`);
-  const env = await startEnvironment({ host: "start", destination: "start", dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start", dynamoJvmArgs: [] });
+  log(
+    `scale bench: ${dvms} DVMs of ${pvcs} PVCs, relay concurrency ${concurrency ?? "default (16)"}; starting two control planes and ${external ?? "DynamoDB Local"}`,
+  );
+  const env = await startEnvironment({
+    host: "start",
+    destination: "start",
+    dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
+    dynamoJvmArgs: [],
+  });
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const bundleDir = mkdtempSync(join(tmpdir(), "dvm-scale-relay-"));
   const child = fork(await bundleRelayHost(bundleDir), [], {
@@ -132,7 +139,9 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
     const doneCount = () => migrations.filter((m) => history.completedAt(m.uid) !== undefined).length;
     const progress = setInterval(() => {
       const last = samples.at(-1);
-      log(`  +${((Date.now() - started) / 1000).toFixed(0)} s: ${doneCount()}/${dvms} completed, relay RSS ${last ? (last.rssBytes / MiB).toFixed(0) : "?"} MiB, ${last?.invocations.advanced ?? 0} transitions`);
+      log(
+        `  +${((Date.now() - started) / 1000).toFixed(0)} s: ${doneCount()}/${dvms} completed, relay RSS ${last ? (last.rssBytes / MiB).toFixed(0) : "?"} MiB, ${last?.invocations.advanced ?? 0} transitions`,
+      );
     }, 15_000);
     await history.waitUntil(() => doneCount() === migrations.length, timeoutMs);
     clearInterval(progress);
@@ -146,7 +155,12 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
     const wallSeconds = (end - started) / 1000;
     const transitions = final.invocations.advanced ?? 0;
     // Phase changes the watch saw, in 10 s windows.
-    const changes = migrations.flatMap((m) => history.positions(m.uid).slice(1).map((p) => p.at));
+    const changes = migrations.flatMap((m) =>
+      history
+        .positions(m.uid)
+        .slice(1)
+        .map((p) => p.at),
+    );
     const windows = new Map<number, number>();
     for (const at of changes) windows.set(Math.floor((at - started) / 10_000), (windows.get(Math.floor((at - started) / 10_000)) ?? 0) + 1);
     const during = samples.filter((s) => s.at >= started);
@@ -177,7 +191,9 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
       transitions,
       transitionsPerSecond: transitions / wallSeconds,
       peakTransitionsPerSecond: Math.max(0, ...windows.values()) / 10,
-      timeToCompleteSeconds: distribution(migrations.flatMap((m) => (history.completedAt(m.uid) !== undefined ? [(history.completedAt(m.uid)! - started) / 1000] : []))),
+      timeToCompleteSeconds: distribution(
+        migrations.flatMap((m) => (history.completedAt(m.uid) !== undefined ? [(history.completedAt(m.uid)! - started) / 1000] : [])),
+      ),
       memory: {
         idleRssMiB: (samples[0]?.rssBytes ?? 0) / MiB,
         peakRssMiB: Math.max(0, ...during.map((s) => s.rssBytes)) / MiB,

@@ -18,8 +18,6 @@ const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 
 const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? "dvm-phase" });
 const log = powertoolsLogger(logger);
 
-export const handler = middy(
-  createPhaseHandler({ runner: runnerFromEnv(process.env, log), log, metrics }),
-)
+export const handler = middy(createPhaseHandler({ runner: runnerFromEnv(process.env, log), log, metrics }))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { captureColdStartMetric: true }));

@@ -79,7 +79,10 @@ function installed(pkg) {
 function aptInstall(names) {
   say(`installing ${names.join(" ")}`);
   const aptEnv = { ...env, DEBIAN_FRONTEND: "noninteractive" };
-  for (const args of [["update", "-qq"], ["install", "-y", "-qq", ...names]]) {
+  for (const args of [
+    ["update", "-qq"],
+    ["install", "-y", "-qq", ...names],
+  ]) {
     const result = spawnSync("apt-get", args, { stdio: "inherit", env: aptEnv });
     if (result.status !== 0) throw new SetupError(`apt-get ${args.join(" ")} failed`);
   }
@@ -126,7 +129,12 @@ function dynamoSkipReason(ctx) {
 
 /** The same reading of DVM_TEST_SERVICES as test/setup/services.ts. */
 function wantsTestService(service) {
-  return !env.DVM_TEST_SERVICES || env.DVM_TEST_SERVICES.split(",").map((s) => s.trim()).includes(service);
+  return (
+    !env.DVM_TEST_SERVICES ||
+    env.DVM_TEST_SERVICES.split(",")
+      .map((s) => s.trim())
+      .includes(service)
+  );
 }
 
 function nodeImagesSkipReason() {

@@ -16,7 +16,11 @@ export interface Logger {
 type Level = "debug" | "info" | "warn" | "error";
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export function jsonLogger(base: LogAttributes = {}, level: Level = (process.env.LOG_LEVEL?.toLowerCase() as Level) || "info", write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Logger {
+export function jsonLogger(
+  base: LogAttributes = {},
+  level: Level = (process.env.LOG_LEVEL?.toLowerCase() as Level) || "info",
+  write: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): Logger {
   const emit = (at: Level, message: string, attributes?: LogAttributes) => {
     if (ORDER[at] < (ORDER[level] ?? 20)) return;
     write(JSON.stringify({ level: at.toUpperCase(), timestamp: new Date().toISOString(), message, ...base, ...attributes }));

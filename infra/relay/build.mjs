@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+import { mkdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 /**
  * Bundles the watch relay (src/relay/main.ts) into one file for its container image:
  *
@@ -14,10 +18,6 @@
  *   translated messages, code that is loaded but can never run.
  */
 import { build } from "esbuild";
-import { mkdirSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

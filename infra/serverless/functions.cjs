@@ -45,10 +45,7 @@ function phaseFunctions(layout, common, names) {
   const entries =
     layout === "shared"
       ? [[phaseFunctionKeys(layout)[0], { ...common, description: "Runs one phase of a DirectVolumeMigration (any phase)" }]]
-      : EXECUTABLE_PHASES.map((phase) => [
-          phaseFunctionKey(layout, phase),
-          { ...common, description: `${phase}: ${PHASES[phase].description}`.slice(0, 256) },
-        ]);
+      : EXECUTABLE_PHASES.map((phase) => [phaseFunctionKey(layout, phase), { ...common, description: `${phase}: ${PHASES[phase].description}`.slice(0, 256) }]);
   for (const [key] of names ? entries : []) {
     const name = `${names.service}-${names.stage}-${key}`;
     if (name.length > MAX_FUNCTION_NAME) {

@@ -30,7 +30,6 @@ async function nameOfRule(resolveConfigurationProperty, resolveVariable) {
 }
 
 module.exports = {
-
   async ruleName({ resolveConfigurationProperty, resolveVariable }) {
     return nameOfRule(resolveConfigurationProperty, resolveVariable);
   },

@@ -8,7 +8,7 @@
  *     retried and then kept in the dead-letter queue with the error instead of being dropped.
  */
 import { KubeApiError } from "../kube/errors";
-import { InvalidLedgerKeyError, LedgerUnavailableError, isTransientDynamoError } from "../ledger";
+import { InvalidLedgerKeyError, isTransientDynamoError, LedgerUnavailableError } from "../ledger";
 
 export type ErrorDisposition = "retryable" | "terminal" | "unexpected";
 

@@ -9,7 +9,7 @@
  */
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import type { CloudEventV1 } from "cloudevents";
-import { SendError, type EventSink } from "../events/publisher";
+import { type EventSink, SendError } from "../events/publisher";
 import { isTransientDynamoError } from "../ledger";
 
 /** PutEvents error codes (per entry) that a later try can get past. */

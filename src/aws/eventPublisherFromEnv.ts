@@ -15,7 +15,7 @@
  * be mixed into them.
  */
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
-import { HTTP_CONTENT_MODES, HttpEventSink, type HttpContentMode } from "../events/httpSink";
+import { HTTP_CONTENT_MODES, type HttpContentMode, HttpEventSink } from "../events/httpSink";
 import { DEFAULT_EVENT_SOURCE } from "../events/outgoing";
 import { EventPublisher, type EventSink, type FlushResult, type PublisherCounts } from "../events/publisher";
 import type { Logger } from "../log";
@@ -46,7 +46,8 @@ export interface EventsConfig {
 /** The settings, or undefined when events are off; throws a message naming the bad setting. */
 export function eventsConfigFromEnv(env: NodeJS.ProcessEnv): EventsConfig | undefined {
   const kind = (env[EVENTS_ENV.sink]?.trim() || "none").toLowerCase();
-  if (!(EVENT_SINKS as readonly string[]).includes(kind)) throw new Error(`${EVENTS_ENV.sink} must be one of ${EVENT_SINKS.join(", ")} (got ${JSON.stringify(kind)})`);
+  if (!(EVENT_SINKS as readonly string[]).includes(kind))
+    throw new Error(`${EVENTS_ENV.sink} must be one of ${EVENT_SINKS.join(", ")} (got ${JSON.stringify(kind)})`);
   if (kind === "none") return undefined;
   let sink: EventSink;
   if (kind === "eventbridge") {
@@ -55,7 +56,8 @@ export function eventsConfigFromEnv(env: NodeJS.ProcessEnv): EventsConfig | unde
     const url = env[EVENTS_ENV.httpUrl]?.trim();
     if (!url) throw new Error(`${EVENTS_ENV.httpUrl} must be set when ${EVENTS_ENV.sink} is http`);
     const mode = (env[EVENTS_ENV.httpMode]?.trim() || "structured").toLowerCase();
-    if (!(HTTP_CONTENT_MODES as readonly string[]).includes(mode)) throw new Error(`${EVENTS_ENV.httpMode} must be structured or binary (got ${JSON.stringify(mode)})`);
+    if (!(HTTP_CONTENT_MODES as readonly string[]).includes(mode))
+      throw new Error(`${EVENTS_ENV.httpMode} must be structured or binary (got ${JSON.stringify(mode)})`);
     try {
       sink = new HttpEventSink({ url, mode: mode as HttpContentMode });
     } catch (error) {

@@ -3,12 +3,13 @@
  * record metrics, and decide between returning (done, or can never succeed) and throwing (Lambda's
  * async retry and on-failure destination should take over). functions/phase.ts wires it up.
  */
-import type { Logger } from "../log";
-import type { PhaseRunner } from "../runner/runner";
-import type { RunResult } from "../runner/request";
+
 import { errorMessage } from "../errorMessage";
+import type { Logger } from "../log";
+import type { RunResult } from "../runner/request";
+import type { PhaseRunner } from "../runner/runner";
 import { classifyError } from "./errors";
-import { recordRejected, recordRun, recordThrown, type MetricsWriter } from "./phaseMetrics";
+import { type MetricsWriter, recordRejected, recordRun, recordThrown } from "./phaseMetrics";
 import { parseReconcileEvent, type RequestIssue } from "./reconcileEvent";
 
 export type PhaseFunctionResult =
@@ -47,7 +48,8 @@ export function createPhaseHandler(options: PhaseHandlerOptions): (event: unknow
       const runner = await options.runner();
       // Lambda's timeout bounds the body too: the runner stops it early enough to record the attempt.
       const remainingMs = context?.getRemainingTimeInMillis();
-      const { result, stats } = remainingMs === undefined ? await runner.runWithStats(request) : await runner.runWithStats(request, { hostDeadlineAt: Date.now() + remainingMs });
+      const { result, stats } =
+        remainingMs === undefined ? await runner.runWithStats(request) : await runner.runWithStats(request, { hostDeadlineAt: Date.now() + remainingMs });
       recordRun(metrics, result, stats);
       return result;
     } catch (error) {

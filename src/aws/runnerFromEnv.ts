@@ -12,12 +12,12 @@
  */
 import type { MigrationPolicy } from "../dvm/policy";
 import { parsePolicyEnv } from "../dvm/policyConfig";
-import { phaseEventsHook, withEventFlush, type FlushingRunner } from "../events/runnerEvents";
+import { type FlushingRunner, phaseEventsHook, withEventFlush } from "../events/runnerEvents";
 import { createLedgerClient, DynamoPhaseLedger } from "../ledger";
 import type { Logger } from "../log";
 import { createPhaseRunner, type PhaseRunnerConfig } from "../runtime/phaseRunner";
 import { ConfigurationError } from "./errors";
-import { phaseEventsFromEnv, type PhaseEvents, type PhaseEventsFromEnvOptions } from "./eventPublisherFromEnv";
+import { type PhaseEvents, type PhaseEventsFromEnvOptions, phaseEventsFromEnv } from "./eventPublisherFromEnv";
 import { kubeconfigSourceFromEnv } from "./kubeconfigSource";
 import { onceAsync } from "./once";
 
@@ -51,7 +51,12 @@ export function runnerFromEnv(env: NodeJS.ProcessEnv, log: Logger, options: Phas
  */
 export function createPhaseRunnerWithEvents(config: PhaseRunnerConfig & Required<Pick<PhaseRunnerConfig, "dynamo">>, events: PhaseEvents): FlushingRunner {
   const ledger = new DynamoPhaseLedger({ client: config.dynamo, tableName: config.ledgerTableName });
-  const hook = phaseEventsHook({ publisher: events.publisher, history: (uid) => ledger.history(uid), source: events.source, ...(config.log ? { log: config.log } : {}) });
+  const hook = phaseEventsHook({
+    publisher: events.publisher,
+    history: (uid) => ledger.history(uid),
+    source: events.source,
+    ...(config.log ? { log: config.log } : {}),
+  });
   const runner = createPhaseRunner({
     ...config,
     onResult: (result, stats, dvm) => {
@@ -59,5 +64,10 @@ export function createPhaseRunnerWithEvents(config: PhaseRunnerConfig & Required
       hook(result, stats, dvm);
     },
   });
-  return withEventFlush(runner, { publisher: events.publisher, deadlineMs: events.flushDeadlineMs, afterFlush: events.recordFlush, ...(config.log ? { log: config.log } : {}) });
+  return withEventFlush(runner, {
+    publisher: events.publisher,
+    deadlineMs: events.flushDeadlineMs,
+    afterFlush: events.recordFlush,
+    ...(config.log ? { log: config.log } : {}),
+  });
 }

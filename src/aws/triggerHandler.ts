@@ -7,12 +7,13 @@
  *                 the asynchronous invocation and finally keeps the event in the function's
  *                 on-failure destination; a refused event (4xx) is not retried: it would fail the same way.
  */
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { isPlainObject, rejection } from "../events/incoming";
+import { KubeMigrationStore } from "../events/migrationStore";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
-import { KubeMigrationStore } from "../events/migrationStore";
 import type { Logger } from "../log";
 import { kubeconfigSourceFromEnv } from "./kubeconfigSource";
 import { onceAsync } from "./once";
@@ -47,9 +48,13 @@ export function createTriggerHandler(options: TriggerHandlerOptions): (event: un
       recordReply(metrics, reply, "http");
       return httpResponse(reply);
     }
-    const reply = isPlainObject(event) && "detail-type" in event
-      ? await trigger.handleEventBridge(event)
-      : await trigger.handle({ ok: false, rejection: rejection(400, "invalid event", [{ field: "event", message: "neither an HTTP API request nor an EventBridge event" }]) });
+    const reply =
+      isPlainObject(event) && "detail-type" in event
+        ? await trigger.handleEventBridge(event)
+        : await trigger.handle({
+            ok: false,
+            rejection: rejection(400, "invalid event", [{ field: "event", message: "neither an HTTP API request nor an EventBridge event" }]),
+          });
     recordReply(metrics, reply, "eventbridge");
     if (reply.status >= 500) throw new TriggerUnavailableError(reply);
     return reply;

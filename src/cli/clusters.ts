@@ -10,7 +10,9 @@ import { startEmbeddedClusters } from "../local/embeddedClusters";
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { mode: { type: "string" }, "state-dir": { type: "string" }, help: { type: "boolean", short: "h" } } });
   if (values.help) {
-    console.log("Usage: npm run clusters [-- --mode node|kwok|auto] [--state-dir DIR]\n\nStarts the two local clusters (source, destination) and the demo's PVCs; Ctrl-C stops them.");
+    console.log(
+      "Usage: npm run clusters [-- --mode node|kwok|auto] [--state-dir DIR]\n\nStarts the two local clusters (source, destination) and the demo's PVCs; Ctrl-C stops them.",
+    );
     return;
   }
   const mode = values.mode ?? "auto";
@@ -19,7 +21,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const clusters = await startEmbeddedClusters({ mode, stateDir: values["state-dir"] ?? join(process.cwd(), ".dvm", "clusters"), say });
   say(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${clusters.mode} mode)`);
-  process.stderr.write(`\n  source      KUBECONFIG=${clusters.hostKubeconfig}\n  destination KUBECONFIG=${clusters.destinationKubeconfig}\n\nCtrl-C stops them.\n`);
+  process.stderr.write(
+    `\n  source      KUBECONFIG=${clusters.hostKubeconfig}\n  destination KUBECONFIG=${clusters.destinationKubeconfig}\n\nCtrl-C stops them.\n`,
+  );
   const stop = async (signal: string) => {
     say(`${signal}: stopping`);
     await clusters.stop();

@@ -1,6 +1,6 @@
 /** Finding the DVM a command names, with errors that say where it looked. */
 import type { ItineraryName } from "../dvm/itinerary";
-import { DVM_GROUP, DVM_PLURAL, type DirectVolumeMigration } from "../dvm/types";
+import { type DirectVolumeMigration, DVM_GROUP, DVM_PLURAL } from "../dvm/types";
 import { toDvm } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { KINDS } from "../kube/objects";
@@ -31,7 +31,9 @@ async function notFound(ctx: CliContext, namespace: string, name: string): Promi
   if (!(await cluster.serves(KINDS.DirectVolumeMigration))) {
     return new CliError(`the API server at ${server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/crds) or pick another --context`);
   }
-  return new CliError(`DirectVolumeMigration "${name}" not found in namespace "${namespace}": check the name, or pass -n/--namespace (dvm list -n NAMESPACE shows what is there)`);
+  return new CliError(
+    `DirectVolumeMigration "${name}" not found in namespace "${namespace}": check the name, or pass -n/--namespace (dvm list -n NAMESPACE shows what is there)`,
+  );
 }
 
 export async function getDvm(ctx: CliContext, name: string): Promise<DirectVolumeMigration> {

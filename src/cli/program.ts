@@ -4,17 +4,17 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
-import { CliContext, type GlobalOptions } from "./context";
-import { CliError, explainError } from "./errors";
-import { println, type CliIo } from "./io";
+import { registerCancel } from "./commands/cancel";
+import { registerCompletion } from "./commands/completion";
 import { registerGet } from "./commands/get";
 import { registerLedger } from "./commands/ledger";
 import { registerList } from "./commands/list";
 import { registerMigrate } from "./commands/migrate";
 import { registerReport } from "./commands/report";
 import { registerWatch } from "./commands/watch";
-import { registerCancel } from "./commands/cancel";
-import { registerCompletion } from "./commands/completion";
+import { CliContext, type GlobalOptions } from "./context";
+import { CliError, explainError } from "./errors";
+import { type CliIo, println } from "./io";
 
 export const EXIT = { ok: 0, error: 1, migrationFailed: 2, interrupted: 130 } as const;
 
@@ -47,7 +47,7 @@ export function buildProgram(io: CliIo, state: RunState = { exitCode: 0 }): Comm
     .showSuggestionAfterError()
     .addOption(new Option("--kubeconfig <file>", "kubeconfig of the cluster holding the DVMs (default: KUBECONFIG, then ~/.kube/config)"))
     .addOption(new Option("--context <name>", "kubeconfig context to use (default: the current context)"))
-    .addOption(new Option("-n, --namespace <namespace>", "namespace of the DVM (default: the context's namespace, else \"default\")"))
+    .addOption(new Option("-n, --namespace <namespace>", 'namespace of the DVM (default: the context\'s namespace, else "default")'))
     .addOption(new Option("--table <name>", "DynamoDB ledger table (default: LEDGER_TABLE_NAME)"))
     .addOption(
       new Option("--dynamodb-endpoint <url>", "DynamoDB endpoint, e.g. http://localhost:8000 (default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS)"),

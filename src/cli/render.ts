@@ -1,6 +1,7 @@
 /** Text and machine-readable renderings of DVM summaries, shared by get, list and watch. */
-import { stringify as toYaml } from "yaml";
+
 import { Option } from "commander";
+import { stringify as toYaml } from "yaml";
 import type { DvmSummary } from "./summary";
 import { volumesSummary } from "./summary";
 import { renderTable } from "./table";

@@ -3,7 +3,7 @@
  * own parseDvmSpec before anything reaches the cluster. Every problem names its field (and, for a DVM
  * built from flags, the flag that sets it). Pure: no I/O here.
  */
-import { parse as parseYaml, parseAllDocuments } from "yaml";
+import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { DVM_API_VERSION, DVM_KIND, parseDvmSpec, type SpecIssue } from "../dvm/types";
 
 export interface MigrateFlags {
@@ -32,7 +32,17 @@ export interface DvmDraft {
 }
 
 export const DEFAULT_ACCESS_MODES = ["ReadWriteOnce"];
-export const SPEC_FLAGS = ["pvc", "storageClass", "accessMode", "sourceKubeconfigSecret", "destinationKubeconfigSecret", "backoffLimit", "endpointType", "verify", "rollback"] as const;
+export const SPEC_FLAGS = [
+  "pvc",
+  "storageClass",
+  "accessMode",
+  "sourceKubeconfigSecret",
+  "destinationKubeconfigSecret",
+  "backoffLimit",
+  "endpointType",
+  "verify",
+  "rollback",
+] as const;
 
 const DNS_1123 = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
@@ -140,8 +150,10 @@ function plainMessage(message: string): string {
 export function validateDraft(draft: DvmDraft, fromFlags: boolean, earlier: readonly InputIssue[] = []): InputIssue[] {
   const issues: InputIssue[] = [...earlier];
   if (!draft.name) issues.push({ field: "metadata.name", message: "is required: give NAME (or metadata.name in the file)" });
-  else if (draft.name.length > 253 || !DNS_1123.test(draft.name)) issues.push({ field: "metadata.name", message: `"${draft.name}" must be a DNS-1123 name (lower case letters, digits, '-' and '.')` });
-  if (draft.namespace !== undefined && !DNS_1123.test(draft.namespace)) issues.push({ field: "metadata.namespace", message: `"${draft.namespace}" must be a DNS-1123 name` });
+  else if (draft.name.length > 253 || !DNS_1123.test(draft.name))
+    issues.push({ field: "metadata.name", message: `"${draft.name}" must be a DNS-1123 name (lower case letters, digits, '-' and '.')` });
+  if (draft.namespace !== undefined && !DNS_1123.test(draft.namespace))
+    issues.push({ field: "metadata.namespace", message: `"${draft.namespace}" must be a DNS-1123 name` });
   const parsed = parseDvmSpec(draft.spec);
   if (!parsed.ok) {
     // A PVC flag that did not parse already has its issue; the schema's complaints about it add nothing.

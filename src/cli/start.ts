@@ -4,9 +4,9 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { jsonLogger } from "../log";
 import { startLocalController } from "../local/controller";
 import { DEMO_DVM_NAMESPACE } from "../local/embeddedClusters";
+import { jsonLogger } from "../log";
 
 const HELP = `Usage: npm start [-- options]
 

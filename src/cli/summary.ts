@@ -3,7 +3,7 @@
  * doing, and what became of each volume. Pure: computed from the object the API server returned.
  */
 import { findCondition } from "../dvm/conditions";
-import { isItineraryName, isPhaseName, PHASES, stepOf, type ItineraryName, type PhaseName } from "../dvm/itinerary";
+import { type ItineraryName, isItineraryName, isPhaseName, PHASES, type PhaseName, stepOf } from "../dvm/itinerary";
 import type { Condition, DirectVolumeMigration, PodProgress, PvcRef } from "../dvm/types";
 
 export type MigrationResult = "Pending" | "Running" | "Failing" | "Succeeded" | "Failed";
@@ -114,7 +114,7 @@ function volumesOf(dvm: DirectVolumeMigration): VolumeSummary[] {
     // A rollback transfers from the spec's target back to its source: its records name the target.
     const operation = status.rsyncOperations?.find((op) => [refKey(source), refKey(target)].includes(refKey(op.pvcReference)));
     const found = podFor(source) ?? podFor(target);
-    const state = operation?.succeeded ? "succeeded" : operation?.failed ? "failed" : found?.state ?? (operation ? "pending" : "waiting");
+    const state = operation?.succeeded ? "succeeded" : operation?.failed ? "failed" : (found?.state ?? (operation ? "pending" : "waiting"));
     return {
       pvc: refKey(source),
       target: refKey(target),
@@ -132,9 +132,7 @@ export function summarizeDvm(dvm: DirectVolumeMigration, now: number): DvmSummar
   const itinerary = isItineraryName(status.itinerary) ? status.itinerary : undefined;
   const phase = isPhaseName(status.phase) ? status.phase : undefined;
   const position = itinerary && phase ? stepOf(itinerary, phase) : undefined;
-  const conditions = (status.conditions ?? [])
-    .filter((c) => c.status === "True")
-    .sort((a, b) => (SEVERITY[a.category] ?? 9) - (SEVERITY[b.category] ?? 9));
+  const conditions = (status.conditions ?? []).filter((c) => c.status === "True").sort((a, b) => (SEVERITY[a.category] ?? 9) - (SEVERITY[b.category] ?? 9));
   return {
     name: metadata.name,
     namespace: metadata.namespace,

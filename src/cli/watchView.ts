@@ -4,11 +4,11 @@
  * live progress bars (a terminal).
  */
 import { MultiBar, Presets, type SingleBar } from "cli-progress";
-import { stepOf, type ItineraryName, type PhaseName } from "../dvm/itinerary";
+import { type ItineraryName, type PhaseName, stepOf } from "../dvm/itinerary";
 import type { DirectVolumeMigration } from "../dvm/types";
 import type { CliOutput } from "./io";
 import type { VolumeProgress } from "./progress";
-import { summarizeDvm, type MigrationResult } from "./summary";
+import { type MigrationResult, summarizeDvm } from "./summary";
 
 export interface WatchSnapshot {
   at: number;

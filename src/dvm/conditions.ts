@@ -23,13 +23,7 @@ export const CONDITION = {
 export type ConditionInput = Omit<Condition, "lastTransitionTime">;
 
 function sameCondition(a: Condition, b: ConditionInput): boolean {
-  return (
-    a.status === b.status &&
-    a.category === b.category &&
-    a.reason === b.reason &&
-    a.message === b.message &&
-    Boolean(a.durable) === Boolean(b.durable)
-  );
+  return a.status === b.status && a.category === b.category && a.reason === b.reason && a.message === b.message && Boolean(a.durable) === Boolean(b.durable);
 }
 
 /** Sets (or replaces) the condition of that type, keeping its timestamp when nothing changed. */

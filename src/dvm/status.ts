@@ -3,7 +3,7 @@
  * The runner writes the result with a resourceVersion guard; nothing here talks to a cluster.
  */
 import { CONDITION, hasBlocker, keepDurable, removeCondition, setCondition } from "./conditions";
-import { ITINERARIES, isItineraryName, isPhaseName, phaseSpec, stepOf, type ItineraryName, type PhaseName } from "./itinerary";
+import { ITINERARIES, type ItineraryName, isItineraryName, isPhaseName, type PhaseName, phaseSpec, stepOf } from "./itinerary";
 import type { Condition, ConditionCategory, DvmStatus } from "./types";
 
 export interface Position {
@@ -49,11 +49,7 @@ export function enterPhase(status: DvmStatus, position: Position, generation: nu
       nowIso,
     );
     if (!hasBlocker(conditions)) {
-      conditions = setCondition(
-        conditions,
-        { type: CONDITION.Ready, status: "True", category: "Required", message: "Direct migration is ready" },
-        nowIso,
-      );
+      conditions = setCondition(conditions, { type: CONDITION.Ready, status: "True", category: "Required", message: "Direct migration is ready" }, nowIso);
     }
   }
   return {

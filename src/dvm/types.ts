@@ -3,7 +3,7 @@
  * `unknown` and leave as typed values; a spec that does not parse yields an error naming the field.
  */
 import { z } from "zod";
-import { fieldIssues, type FieldIssue } from "../issues";
+import { type FieldIssue, fieldIssues } from "../issues";
 
 export const DVM_GROUP = "migration.openshift.io";
 export const DVM_VERSION = "v1alpha1";
@@ -18,7 +18,11 @@ export const DVMP_PLURAL = "directvolumemigrationprogresses";
  */
 export const DVM_FINALIZER = "migration.openshift.io/transfer-cleanup";
 
-const dnsName = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS-1123 name");
+const dnsName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS-1123 name");
 
 /**
  * How a phase function reaches a cluster. Absent: the host cluster (where the DVM lives) is used.

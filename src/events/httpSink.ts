@@ -6,8 +6,8 @@
  * A 2xx is success; 408, 429 and 5xx and network errors are worth retrying; any other status is
  * final. Messages name the endpoint by origin only: webhook URLs often carry a token in the path.
  */
-import { HTTP, type CloudEventV1 } from "cloudevents";
-import { SendError, type EventSink } from "./publisher";
+import { type CloudEventV1, HTTP } from "cloudevents";
+import { type EventSink, SendError } from "./publisher";
 
 export type HttpContentMode = "structured" | "binary";
 export const HTTP_CONTENT_MODES: readonly HttpContentMode[] = ["structured", "binary"];
@@ -41,12 +41,14 @@ export class HttpEventSink implements EventSink {
   async send(event: CloudEventV1<unknown>, signal: AbortSignal): Promise<void> {
     const message = this.mode === "binary" ? HTTP.binary(event) : HTTP.structured(event);
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(message.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(",") : String(value);
+    for (const [name, value] of Object.entries(message.headers))
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(",") : String(value);
     let response: Response;
     try {
       response = await this.fetch(this.url, { method: "POST", headers, body: message.body as string, signal });
     } catch (error) {
-      const reason = error instanceof Error ? (error.name === "TimeoutError" || error.name === "AbortError" ? "timed out" : describeCause(error)) : String(error);
+      const reason =
+        error instanceof Error ? (error.name === "TimeoutError" || error.name === "AbortError" ? "timed out" : describeCause(error)) : String(error);
       throw new SendError(`POST ${this.origin}: ${reason}`, true);
     }
     // The body is not needed; reading it frees the connection for reuse.

@@ -8,7 +8,7 @@
  * "1.0", which would turn a broken event into one that is never idempotent. So the required
  * attributes are checked on the raw message first, and every refusal names the field.
  */
-import { CloudEvent, HTTP, ValidationError, type CloudEventV1 } from "cloudevents";
+import { CloudEvent, type CloudEventV1, HTTP, ValidationError } from "cloudevents";
 import type { FieldIssue } from "../issues";
 import { SPEC_VERSION } from "./schema";
 
@@ -74,7 +74,12 @@ export function receiveHttpEvent(message: HttpMessage, options: { maxBytes?: num
   const headers = lowerCaseHeaders(message.headers);
   const mediaType = (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (mediaType === BATCH) {
-    return { ok: false, rejection: rejection(415, "unsupported content mode", [{ field: "content-type", message: "batched CloudEvents are not accepted: send one event per request" }]) };
+    return {
+      ok: false,
+      rejection: rejection(415, "unsupported content mode", [
+        { field: "content-type", message: "batched CloudEvents are not accepted: send one event per request" },
+      ]),
+    };
   }
   if (mediaType === STRUCTURED) {
     let parsed: unknown;
@@ -86,7 +91,12 @@ export function receiveHttpEvent(message: HttpMessage, options: { maxBytes?: num
     return receiveStructured(parsed, "structured", "");
   }
   if (mediaType.startsWith("application/cloudevents")) {
-    return { ok: false, rejection: rejection(415, "unsupported content mode", [{ field: "content-type", message: `${mediaType} is not supported: use ${STRUCTURED} or binary mode` }]) };
+    return {
+      ok: false,
+      rejection: rejection(415, "unsupported content mode", [
+        { field: "content-type", message: `${mediaType} is not supported: use ${STRUCTURED} or binary mode` },
+      ]),
+    };
   }
   if (!Object.keys(headers).some((name) => name.startsWith("ce-"))) {
     return invalid([
@@ -120,8 +130,18 @@ export function receiveEventBridgeEvent(event: unknown, options: { maxBytes?: nu
   }
   if (detail === undefined || detail === null) issues.push({ field: "detail", message: "required: the migration request" });
   if (issues.length > 0) return invalid(issues);
-  const attributes = { specversion: SPEC_VERSION, id: event.id, source: event.source, type: event["detail-type"], ...(nonEmptyString(event.time) ? { time: event.time } : {}), data: detail };
-  const checked = validated(() => new CloudEvent(attributes as CloudEventV1<unknown>, false), (field) => (field === "type" ? "detail-type" : field));
+  const attributes = {
+    specversion: SPEC_VERSION,
+    id: event.id,
+    source: event.source,
+    type: event["detail-type"],
+    ...(nonEmptyString(event.time) ? { time: event.time } : {}),
+    data: detail,
+  };
+  const checked = validated(
+    () => new CloudEvent(attributes as CloudEventV1<unknown>, false),
+    (field) => (field === "type" ? "detail-type" : field),
+  );
   if (!checked.ok) return checked;
   return { ok: true, event: { ...eventFields(checked.value), mode: "eventbridge", data: detail, dataField: "detail" } };
 }
@@ -151,7 +171,9 @@ function receiveBinary(headers: Record<string, string>, body: string): Received 
   if (issues.length > 0) return invalid(issues);
   const contentType = headers["content-type"];
   if (contentType !== undefined && !isJsonMediaType(contentType)) {
-    return invalid([{ field: "datacontenttype", message: `the Content-Type of a binary-mode request is the data's: must be application/json (got ${contentType})` }]);
+    return invalid([
+      { field: "datacontenttype", message: `the Content-Type of a binary-mode request is the data's: must be application/json (got ${contentType})` },
+    ]);
   }
   if (body.trim() === "") return invalid([{ field: "data", message: "required: the migration request as the JSON body" }]);
   let data: unknown;
@@ -163,7 +185,10 @@ function receiveBinary(headers: Record<string, string>, body: string): Received 
   // The SDK parses the attributes from the headers; the body it is given is what we parsed already,
   // so its own guessing about content types cannot change the data.
   const sdkHeaders = { ...headers, "content-type": "application/json" };
-  const checked = validated(() => HTTP.toEvent({ headers: sdkHeaders, body: data }), (field) => field);
+  const checked = validated(
+    () => HTTP.toEvent({ headers: sdkHeaders, body: data }),
+    (field) => field,
+  );
   if (!checked.ok) return checked;
   return { ok: true, event: { ...eventFields(checked.value), mode: "binary", data, dataField: "data" } };
 }

@@ -18,12 +18,12 @@ import type { RunResult } from "../runner/request";
 import {
   MIGRATION_FAILED,
   MIGRATION_SUCCEEDED,
+  type MigrationFinishedData,
   MigrationFinishedDataSchema,
   PHASE_COMPLETED,
+  type PhaseCompletedData,
   PhaseCompletedDataSchema,
   SPEC_VERSION,
-  type MigrationFinishedData,
-  type PhaseCompletedData,
 } from "./schema";
 
 export interface DvmRef {
@@ -79,7 +79,12 @@ function phaseCompleted(dvm: DvmRef, entry: LedgerEntry & { outcome: NonNullable
   return cloudEvent(PHASE_COMPLETED, `${PHASE_COMPLETED}:${dvm.uid}:${key.generation}:${key.phase}`, dvm, outcome.finishedAt, data, source);
 }
 
-function migrationFinished(dvm: DvmRef, history: readonly LedgerEntry[], last: LedgerEntry & { outcome: NonNullable<LedgerEntry["outcome"]> }, source: string): CloudEvent<unknown> {
+function migrationFinished(
+  dvm: DvmRef,
+  history: readonly LedgerEntry[],
+  last: LedgerEntry & { outcome: NonNullable<LedgerEntry["outcome"]> },
+  source: string,
+): CloudEvent<unknown> {
   const startedAt = Math.min(...history.map((e) => e.startedAt));
   const finishedAt = last.outcome.finishedAt;
   const failed = history.find((e) => e.outcome?.result === "failed");

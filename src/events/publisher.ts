@@ -13,8 +13,8 @@
  * Counts: sent, failed (given up after retries, or the event could not be built), dropped (queue full).
  */
 import type { CloudEventV1 } from "cloudevents";
-import { silentLogger, type Logger } from "../log";
 import { errorMessage } from "../errorMessage";
+import { type Logger, silentLogger } from "../log";
 
 /** Where events go (HTTP endpoint, EventBridge bus). */
 export interface EventSink {

@@ -8,10 +8,10 @@
  *     short deadline: a Lambda container is frozen as soon as the handler returns.
  */
 import type { LedgerEntry } from "../ledger";
-import { silentLogger, type Logger } from "../log";
+import { type Logger, silentLogger } from "../log";
 import type { ReconcileRequest, RunResult, RunStats } from "../runner/request";
 import type { RunnerOptions, RunOptions } from "../runner/runner";
-import { DEFAULT_EVENT_SOURCE, completionEvents, eventsWanted, type DvmRef } from "./outgoing";
+import { completionEvents, DEFAULT_EVENT_SOURCE, type DvmRef, eventsWanted } from "./outgoing";
 import type { EventPublisher, FlushResult } from "./publisher";
 
 export interface PhaseEventsOptions {

@@ -87,4 +87,3 @@ export const MigrationFinishedDataSchema = z.strictObject({
   errors: z.array(z.string()),
 });
 export type MigrationFinishedData = z.infer<typeof MigrationFinishedDataSchema>;
-

@@ -10,12 +10,13 @@
  * Replies are plain { status, body } values; src/aws/triggerHandler.ts turns them into an API Gateway
  * response or an EventBridge invocation result.
  */
-import { KubeApiError } from "../kube/errors";
-import { silentLogger, type Logger } from "../log";
-import { receiveEventBridgeEvent, receiveHttpEvent, rejection, type HttpMessage, type Received, type ReceivedEvent, type Rejection } from "./incoming";
-import type { MigrationStore, NewMigration } from "./migrationStore";
-import { EVENT_ANNOTATION, createdForEvent, dvmNameForEvent } from "./names";
+
 import { fieldIssues } from "../issues";
+import { KubeApiError } from "../kube/errors";
+import { type Logger, silentLogger } from "../log";
+import { type HttpMessage, type Received, type ReceivedEvent, type Rejection, receiveEventBridgeEvent, receiveHttpEvent, rejection } from "./incoming";
+import type { MigrationStore, NewMigration } from "./migrationStore";
+import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION } from "./names";
 import { DEFAULT_NAME_PREFIX, MIGRATION_REQUESTED, MigrationRequestedDataSchema } from "./schema";
 import { parseSourceAllowList, type SourceAllowList } from "./sources";
 
@@ -57,7 +58,11 @@ export function createTrigger(options: TriggerOptions): Trigger {
   const limits = options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes };
 
   const refuse = (r: Rejection, event?: ReceivedEvent): TriggerReply => {
-    log.warn(`event refused: ${r.field}: ${r.message}`, { status: r.status, field: r.field, ...(event ? { source: event.source, id: event.id, type: event.type } : {}) });
+    log.warn(`event refused: ${r.field}: ${r.message}`, {
+      status: r.status,
+      field: r.field,
+      ...(event ? { source: event.source, id: event.id, type: event.type } : {}),
+    });
     return { status: r.status, body: { error: r.error, field: r.field, message: r.message, issues: r.issues } };
   };
 
@@ -70,7 +75,10 @@ export function createTrigger(options: TriggerOptions): Trigger {
     }
     if (!allowed.allows(event.source)) {
       const field = event.mode === "eventbridge-cloudevent" ? "detail.source" : "source";
-      return refuse(rejection(403, "source not allowed", [{ field, message: `source ${JSON.stringify(event.source)} is not in TRIGGER_ALLOWED_SOURCES` }]), event);
+      return refuse(
+        rejection(403, "source not allowed", [{ field, message: `source ${JSON.stringify(event.source)} is not in TRIGGER_ALLOWED_SOURCES` }]),
+        event,
+      );
     }
     const data = MigrationRequestedDataSchema.safeParse(event.data);
     if (!data.success) return refuse(rejection(400, "invalid event", fieldIssues(event.dataField, data.error)), event);
@@ -124,14 +132,21 @@ async function create(store: MigrationStore, migration: NewMigration, event: Rec
       },
     };
   }
-  return { status: 503, body: { error: "unavailable", message: `DirectVolumeMigration ${namespace}/${name} kept appearing and disappearing; try again` }, retryAfterSeconds: 5 };
+  return {
+    status: 503,
+    body: { error: "unavailable", message: `DirectVolumeMigration ${namespace}/${name} kept appearing and disappearing; try again` },
+    retryAfterSeconds: 5,
+  };
 }
 
 function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof KubeApiError) {
     if (error.isNotFound && /namespaces? "[^"]*" not found/.test(message)) {
-      return { status: 422, body: { error: "namespace not found", field: `${dataField}.namespace`, message: "the namespace does not exist on the host cluster" } };
+      return {
+        status: 422,
+        body: { error: "namespace not found", field: `${dataField}.namespace`, message: "the namespace does not exist on the host cluster" },
+      };
     }
     // The CRD's own schema refused the object (it mirrors DvmSpecSchema, so this is rare).
     if (error.statusCode === 422) return { status: 422, body: { error: "refused by the API server", field: `${dataField}.spec`, message } };

@@ -4,7 +4,7 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { z } from "zod";
-import { ConditionSchema, DVM_API_VERSION, DVM_PLURAL, DvmStatusSchema, type DirectVolumeMigration, type DvmStatus } from "../dvm/types";
+import { ConditionSchema, type DirectVolumeMigration, DVM_API_VERSION, DVM_PLURAL, type DvmStatus, DvmStatusSchema } from "../dvm/types";
 import { fieldIssues, formatIssue } from "../issues";
 import { toKubeApiError } from "./errors";
 import { KubeRest, resourcePath } from "./rest";

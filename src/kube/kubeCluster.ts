@@ -1,8 +1,9 @@
 /** Cluster over a real API server. Every read goes to the server: there is no cache. */
-import { KubeConfig } from "./kubeConfig";
+
 import type { Cluster, EnsureResult } from "./cluster";
 import { toKubeApiError } from "./errors";
-import { labelSelector, type KubeObject, type ObjectRef } from "./objects";
+import { KubeConfig } from "./kubeConfig";
+import { type KubeObject, labelSelector, type ObjectRef } from "./objects";
 import { KubeRest, resourcePath } from "./rest";
 
 function describe(ref: ObjectRef): string {
@@ -36,7 +37,10 @@ export class KubeCluster implements Cluster {
     const action = `${this.name}: read ${describe(ref)}`;
     try {
       const info = await this.resource(ref);
-      return await this.rest.request<T>({ method: "GET", path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name) }, action);
+      return await this.rest.request<T>(
+        { method: "GET", path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name) },
+        action,
+      );
     } catch (error) {
       const e = toKubeApiError(error, action);
       if (e.isNotFound) return undefined;
@@ -78,7 +82,11 @@ export class KubeCluster implements Cluster {
     if (!info) return [];
     const selector = labelSelector(labels);
     const result = await this.rest.request<{ items: T[] }>(
-      { method: "GET", path: resourcePath(kind.apiVersion, info.plural, info.namespaced ? namespace : undefined), query: { labelSelector: selector || undefined } },
+      {
+        method: "GET",
+        path: resourcePath(kind.apiVersion, info.plural, info.namespaced ? namespace : undefined),
+        query: { labelSelector: selector || undefined },
+      },
       action,
     );
     // Items of a list carry no apiVersion/kind of their own.
@@ -90,7 +98,11 @@ export class KubeCluster implements Cluster {
     try {
       const info = await this.resource(ref);
       await this.rest.request(
-        { method: "DELETE", path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name), query: { propagationPolicy: "Background" } },
+        {
+          method: "DELETE",
+          path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name),
+          query: { propagationPolicy: "Background" },
+        },
         action,
       );
       return "deleted";
@@ -146,7 +158,11 @@ export class KubeCluster implements Cluster {
   private async resource(kind: { apiVersion: string; kind: string }): Promise<ResourceInfo> {
     const list = await this.discover(kind.apiVersion);
     const found = list?.resources.find((r) => r.kind === kind.kind && !r.name.includes("/"));
-    if (!found) throw toKubeApiError({ code: 404, body: { reason: "NotFound", message: `the server does not serve ${kind.apiVersion} ${kind.kind}` } }, `${this.name}: resolve ${kind.kind}`);
+    if (!found)
+      throw toKubeApiError(
+        { code: 404, body: { reason: "NotFound", message: `the server does not serve ${kind.apiVersion} ${kind.kind}` } },
+        `${this.name}: resolve ${kind.kind}`,
+      );
     return { plural: found.name, namespaced: found.namespaced };
   }
 }

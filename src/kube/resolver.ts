@@ -6,13 +6,13 @@
  * before this runs. The kubeconfig may carry static credentials only (staticKubeConfig.ts).
  */
 import type { ClusterRef, DvmSpec } from "../dvm/types";
-import { MigrationInputError } from "../phases/types";
 import type { MigrationClusters } from "../phases/types";
+import { MigrationInputError } from "../phases/types";
 import type { Cluster } from "./cluster";
 import { KubeCluster } from "./kubeCluster";
+import type { KubeConfig } from "./kubeConfig";
 import { KINDS, type KubeObject } from "./objects";
 import { parseStaticKubeConfig } from "./staticKubeConfig";
-import type { KubeConfig } from "./kubeConfig";
 
 interface SecretObject extends KubeObject {
   data?: Record<string, string>;
@@ -48,13 +48,7 @@ export class SecretClusterResolver implements ClusterResolver {
     };
   }
 
-  private async clusterFor(
-    role: string,
-    field: string,
-    dvmNamespace: string,
-    ref: ClusterRef | undefined,
-    errors: string[],
-  ): Promise<KubeCluster | undefined> {
+  private async clusterFor(role: string, field: string, dvmNamespace: string, ref: ClusterRef | undefined, errors: string[]): Promise<KubeCluster | undefined> {
     if (!ref) return new KubeCluster(role, this.host.kubeConfig);
     const { name, key } = ref.kubeconfigSecretRef;
     const namespace = ref.kubeconfigSecretRef.namespace ?? dvmNamespace;

@@ -139,7 +139,10 @@ function buildKubeConfig(config: Kubeconfig): StaticKubeConfigResult {
 function describeIssue(issue: z.core.$ZodIssue): KubeconfigIssue[] {
   const at = formatPath(issue.path);
   if (issue.code === "unrecognized_keys") {
-    return issue.keys.map((key) => ({ path: at ? `${at}.${key}` : key, message: REFUSED_KEYS[key] ?? "is not accepted in a kubeconfig from a Secret (static credentials only)" }));
+    return issue.keys.map((key) => ({
+      path: at ? `${at}.${key}` : key,
+      message: REFUSED_KEYS[key] ?? "is not accepted in a kubeconfig from a Secret (static credentials only)",
+    }));
   }
   return [{ path: at || "(document)", message: issue.message }];
 }

@@ -14,8 +14,8 @@
  * fields the body decided), category S (of the Failed condition), warnings S (JSON of the conditions it raised)
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { isPhaseName } from "../dvm/itinerary";
 import { z } from "zod";
+import { isPhaseName } from "../dvm/itinerary";
 import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../dvm/types";
 import { LedgerError } from "./errors";
 import { parsePhaseKey, phaseKeyOf } from "./key";

@@ -4,19 +4,17 @@
  * for the attempt that holds it (the attempt number is the fencing token). No read decides anything:
  * a refused write returns the item that refused it (ReturnValuesOnConditionCheckFailure).
  */
-import {
-  ConditionalCheckFailedException,
-  QueryCommand,
-  UpdateItemCommand,
-  type UpdateItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
+
 import { randomUUID } from "node:crypto";
+import { ConditionalCheckFailedException, QueryCommand, UpdateItemCommand, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
+import { errorMessage } from "../errorMessage";
 import type { LedgerDynamoClient } from "./client";
 import {
   decodeEntry,
   encodeClaimRecord,
   encodeDvm,
   encodeOutcome,
+  type Item,
   itemKey,
   n,
   readAttempt,
@@ -28,24 +26,11 @@ import {
   readString,
   s,
   validateOutcome,
-  type Item,
 } from "./codec";
-import { errorMessage } from "../errorMessage";
 import { LedgerError, LostClaimError } from "./errors";
 import { validateLedgerKey, validateUid } from "./key";
-import { DEFAULT_RETRY_POLICY, withTransientRetry, type RetryPolicy } from "./retry";
-import type {
-  Claim,
-  ClaimEnd,
-  ClaimOptions,
-  ClaimResult,
-  LedgerEntry,
-  LedgerKey,
-  LedgerState,
-  PhaseLedger,
-  PhaseOutcome,
-  PhaseOutcomeRecord,
-} from "./types";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, withTransientRetry } from "./retry";
+import type { Claim, ClaimEnd, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, LedgerState, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "./types";
 
 export const DEFAULT_RETENTION_DAYS = 30;
 /** lastError is for humans; the cap keeps a huge stack trace from hitting the 400 KB item limit. */
@@ -150,8 +135,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
     // A live DVM's entries never expire (retire() starts their retention once it is gone).
     update += " REMOVE #expiresAt";
     const result = await this.write("claim", key, {
-      condition:
-        "attribute_not_exists(#uid) OR (#state <> :completed AND (#state <> :running OR #leaseExpiresAt < :now))",
+      condition: "attribute_not_exists(#uid) OR (#state <> :completed AND (#state <> :running OR #leaseExpiresAt < :now))",
       update,
       values,
       returnValues: "ALL_NEW",
@@ -275,9 +259,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
       startKey = page.LastEvaluatedKey;
     } while (startKey);
     // Sort key order is (generation, phase name); the story of a migration is the order phases started.
-    return entries.sort(
-      (a, b) => a.startedAt - b.startedAt || a.key.generation - b.key.generation || a.key.phase.localeCompare(b.key.phase),
-    );
+    return entries.sort((a, b) => a.startedAt - b.startedAt || a.key.generation - b.key.generation || a.key.phase.localeCompare(b.key.phase));
   }
 
   /** Drops the lease and leaves the entry claimable, counting why (a wait or a failure). */
@@ -403,9 +385,7 @@ function lostClaimRace(key: LedgerKey, holder: string, current: Item | undefined
 }
 
 function lostClaim(key: LedgerKey, attempt: number, current: Item | undefined): LostClaimError {
-  const now: { attempt: number; state: LedgerState } | undefined = current
-    ? { attempt: readAttempt(current), state: readState(current) }
-    : undefined;
+  const now: { attempt: number; state: LedgerState } | undefined = current ? { attempt: readAttempt(current), state: readState(current) } : undefined;
   return new LostClaimError(key, attempt, now);
 }
 

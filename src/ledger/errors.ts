@@ -1,6 +1,7 @@
 /** Ledger errors are classes so the runner can branch on what happened (see STYLE.md, Powertools). */
-import type { LedgerKey, LedgerState } from "./types";
+
 import { errorMessage } from "../errorMessage";
+import type { LedgerKey, LedgerState } from "./types";
 
 /** Any ledger failure that is not one of the more specific classes below; never swallowed. */
 export class LedgerError extends Error {

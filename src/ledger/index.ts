@@ -1,3 +1,16 @@
+export { createLedgerClient, type LedgerClientOptions, type LedgerDynamoClient } from "./client";
+export { DEFAULT_RETENTION_DAYS, type DynamoLedgerOptions, DynamoPhaseLedger, MAX_CLAIM_RECORDS } from "./dynamoLedger";
+export { InvalidLedgerKeyError, LedgerError, LedgerUnavailableError, LostClaimError } from "./errors";
+export { MAX_GENERATION, parsePhaseKey, phaseKeyOf, validateLedgerKey } from "./key";
+export { backoffDelayMs, DEFAULT_RETRY_POLICY, isTransientDynamoError, type RetryPolicy, withTransientRetry } from "./retry";
+export {
+  type EnsureTableOptions,
+  ensureLedgerTable,
+  LEDGER_TABLE_RESOURCE,
+  LEDGER_TTL_ATTRIBUTE,
+  ledgerCreateTableInput,
+  ledgerTimeToLiveInput,
+} from "./table";
 export type {
   Claim,
   ClaimEnd,
@@ -13,16 +26,3 @@ export type {
   PhaseOutcomeRecord,
   PhaseResult,
 } from "./types";
-export { InvalidLedgerKeyError, LedgerError, LedgerUnavailableError, LostClaimError } from "./errors";
-export { MAX_GENERATION, parsePhaseKey, phaseKeyOf, validateLedgerKey } from "./key";
-export { DEFAULT_RETRY_POLICY, backoffDelayMs, isTransientDynamoError, withTransientRetry, type RetryPolicy } from "./retry";
-export { createLedgerClient, type LedgerClientOptions, type LedgerDynamoClient } from "./client";
-export { DEFAULT_RETENTION_DAYS, DynamoPhaseLedger, MAX_CLAIM_RECORDS, type DynamoLedgerOptions } from "./dynamoLedger";
-export {
-  LEDGER_TABLE_RESOURCE,
-  LEDGER_TTL_ATTRIBUTE,
-  ensureLedgerTable,
-  ledgerCreateTableInput,
-  ledgerTimeToLiveInput,
-  type EnsureTableOptions,
-} from "./table";

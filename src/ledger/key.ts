@@ -1,5 +1,5 @@
 /** Ledger keys: validated before any write, and encoded so one DVM's entries sort by generation. */
-import { isPhaseName, phaseSpec, type PhaseName } from "../dvm/itinerary";
+import { isPhaseName, type PhaseName, phaseSpec } from "../dvm/itinerary";
 import { InvalidLedgerKeyError } from "./errors";
 import type { LedgerKey } from "./types";
 

@@ -5,16 +5,16 @@
  */
 import {
   CreateTableCommand,
+  type CreateTableCommandInput,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   UpdateTimeToLiveCommand,
-  type CreateTableCommandInput,
   type UpdateTimeToLiveCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import definition from "../../infra/ledger-table.json" with { type: "json" };
-import type { LedgerDynamoClient } from "./client";
 import { errorMessage } from "../errorMessage";
+import type { LedgerDynamoClient } from "./client";
 import { LedgerError } from "./errors";
 
 const TableResource = z.object({
@@ -66,11 +66,7 @@ export interface EnsureTableOptions {
  * Creates the ledger table if it is missing, waits until it is ACTIVE and turns TTL on. Safe to call
  * any number of times, also concurrently (ResourceInUseException means someone else created it).
  */
-export async function ensureLedgerTable(
-  client: LedgerDynamoClient,
-  tableName: string,
-  options: EnsureTableOptions = {},
-): Promise<void> {
+export async function ensureLedgerTable(client: LedgerDynamoClient, tableName: string, options: EnsureTableOptions = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const pollMs = options.pollMs ?? 100;
   try {

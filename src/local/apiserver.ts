@@ -11,7 +11,7 @@ import { request } from "node:https";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { findFreePort } from "./ports";
-import { spawnLogged, stopProcess, tailFile, type ManagedProcess } from "./processes";
+import { type ManagedProcess, spawnLogged, stopProcess, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
 
 export interface ApiServerHandle {
@@ -106,9 +106,7 @@ export async function startApiServer(opts: {
   let current = await launch();
 
   // apiserver.crt holds the serving certificate followed by the CA that signed it (for 127.0.0.1).
-  const certs = readFileSync(join(certDir, "apiserver.crt"), "utf8").match(
-    /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g,
-  );
+  const certs = readFileSync(join(certDir, "apiserver.crt"), "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g);
   const caPem = certs?.at(-1);
   if (!caPem) throw new Error(`kube-apiserver: no certificate in ${certDir}/apiserver.crt`);
   return {

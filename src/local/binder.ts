@@ -7,7 +7,7 @@
  * a pod missed in between is still bound. Binding an already-bound pod answers 409 and is ignored.
  */
 import { appendFileSync } from "node:fs";
-import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
 import { statusCode } from "./crds";
 
 const UNBOUND = "spec.nodeName=";

@@ -18,7 +18,7 @@ import { installCrds, readCrds } from "./crds";
 import { compactEtcd, startEtcd } from "./etcd";
 import { writeKubeconfig } from "./kubeconfig";
 import { ensureKwokNode, KWOK_NODE_NAME, startKwok } from "./kwok";
-import { removeNow, removeOnExit, startReaper, stopProcess, type ManagedProcess } from "./processes";
+import { type ManagedProcess, removeNow, removeOnExit, startReaper, stopProcess } from "./processes";
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEFAULT_CRD_DIR = join(REPO_ROOT, "infra/crds");
@@ -70,9 +70,7 @@ export interface ControlPlane {
 }
 
 export function defaultBinDir(): string {
-  return (
-    process.env.DVM_CONTROLPLANE_BIN ?? join(process.env.DVM_CACHE_DIR ?? join(homedir(), ".cache/dvm-controlplane"), "bin")
-  );
+  return process.env.DVM_CONTROLPLANE_BIN ?? join(process.env.DVM_CACHE_DIR ?? join(homedir(), ".cache/dvm-controlplane"), "bin");
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions): Promise<ControlPlane> {

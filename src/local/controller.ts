@@ -13,10 +13,10 @@ import { policyEnv } from "../dvm/policyConfig";
 import { createLedgerClient, ensureLedgerTable } from "../ledger";
 import type { Logger } from "../log";
 import { runRelay } from "../relay/main";
-import { startEmbeddedClusters, type ClusterMode } from "./embeddedClusters";
-import { startDynamoLocal, type DynamoLocal } from "./dynamoLocal";
+import { type DynamoLocal, startDynamoLocal } from "./dynamoLocal";
+import { type ClusterMode, startEmbeddedClusters } from "./embeddedClusters";
 import { findFreePort } from "./ports";
-import { startServerlessOffline, type ServerlessOffline } from "./serverlessOffline";
+import { type ServerlessOffline, startServerlessOffline } from "./serverlessOffline";
 
 export interface LocalControllerOptions {
   /** The host cluster's kubeconfig; default $KUBECONFIG; neither: embedded control planes. */

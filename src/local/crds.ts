@@ -16,7 +16,9 @@ import { waitFor } from "./wait";
 
 export function readCrds(dir: string): V1CustomResourceDefinition[] {
   const crds: V1CustomResourceDefinition[] = [];
-  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     for (const doc of parseAllDocuments(readFileSync(join(dir, file), "utf8"))) {
       if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message}`);
       const obj = doc.toJS() as V1CustomResourceDefinition | null;

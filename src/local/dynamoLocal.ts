@@ -8,7 +8,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { findFreePort } from "./ports";
-import { spawnLogged, startReaper, stopProcess, tailFile, type ManagedProcess } from "./processes";
+import { type ManagedProcess, spawnLogged, startReaper, stopProcess, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
 
 export const DYNAMODB_SIMULATOR_VERSION = process.env.DVM_DYNAMODB_SIMULATOR_VERSION ?? "2.9.30";

@@ -9,8 +9,8 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CoreV1Api, KubeConfig, StorageV1Api } from "@kubernetes/client-node";
-import { defaultBinDir, startControlPlane, type ControlPlane } from "./controlPlane";
+import { CoreV1Api, type KubeConfig, StorageV1Api } from "@kubernetes/client-node";
+import { type ControlPlane, defaultBinDir, startControlPlane } from "./controlPlane";
 import { writeDataset } from "./demoData";
 import { startNodeClusters } from "./nodes/clusters";
 import { nodeModeSupport } from "./nodes/host";
@@ -73,7 +73,11 @@ async function startKwokMode(options: EmbeddedClustersOptions): Promise<Embedded
     const [source, destination] = planes as [ControlPlane, ControlPlane];
     await seedDemo(source.kubeConfig(), destination.kubeConfig());
     // kwok has no storage: a class for the destination PVCs to name.
-    await destination.kubeConfig().makeApiClient(StorageV1Api).createStorageClass({ body: { metadata: { name: "standard" }, provisioner: "kubernetes.io/no-provisioner" } }).catch(exists);
+    await destination
+      .kubeConfig()
+      .makeApiClient(StorageV1Api)
+      .createStorageClass({ body: { metadata: { name: "standard" }, provisioner: "kubernetes.io/no-provisioner" } })
+      .catch(exists);
     return { mode: "kwok", ...writeFiles(options.stateDir, source.kubeConfig(), destination.kubeConfig(), {}), stop };
   } catch (error) {
     await stop();
@@ -98,7 +102,11 @@ async function startNodeMode(options: EmbeddedClustersOptions): Promise<Embedded
     await seedDemo(source.kubeConfig(), destination.kubeConfig(), { storageClass: "standard" });
     say(`writing the demo's files (${DEMO_VOLUMES.map((v) => `${v.bytes / MiB} MiB in ${v.files} files`).join(", ")})`);
     for (const [i, volume] of DEMO_VOLUMES.entries()) {
-      writeDataset(await volumeFolder(source.kubeConfig(), source.node.holderPid, DEMO_NAMESPACE, volume.name), { bytes: volume.bytes, files: volume.files, seed: i + 1 });
+      writeDataset(await volumeFolder(source.kubeConfig(), source.node.holderPid, DEMO_NAMESPACE, volume.name), {
+        bytes: volume.bytes,
+        files: volume.files,
+        seed: i + 1,
+      });
     }
     // The destination node's /tmp is an ordinary folder of the machine: its host-path volumes are there.
     const arrivals = join(destination.node.tmpDir, "hostpath_pv");
@@ -133,13 +141,20 @@ async function seedDemo(source: KubeConfig, destination: KubeConfig, options: { 
         namespace: DEMO_NAMESPACE,
         body: {
           metadata: { name: volume.name },
-          spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: volume.size } }, ...(options.storageClass ? { storageClassName: options.storageClass } : {}) },
+          spec: {
+            accessModes: ["ReadWriteOnce"],
+            resources: { requests: { storage: volume.size } },
+            ...(options.storageClass ? { storageClassName: options.storageClass } : {}),
+          },
         },
       })
       .catch(exists);
   }
   await core
-    .createNamespacedSecret({ namespace: DEMO_DVM_NAMESPACE, body: { metadata: { name: "destination-kubeconfig" }, stringData: { kubeconfig: destination.exportConfig() } } })
+    .createNamespacedSecret({
+      namespace: DEMO_DVM_NAMESPACE,
+      body: { metadata: { name: "destination-kubeconfig" }, stringData: { kubeconfig: destination.exportConfig() } },
+    })
     .catch(exists);
 }
 
@@ -150,7 +165,9 @@ function writeFiles(stateDir: string, source: KubeConfig, destination: KubeConfi
   writeFileSync(hostKubeconfig, source.exportConfig(), { mode: 0o600 });
   writeFileSync(destinationKubeconfig, destination.exportConfig(), { mode: 0o600 });
   const demoManifest = join(stateDir, "demo-dvm.yaml");
-  const claims = DEMO_VOLUMES.map((v) => `    - name: ${v.name}\n      namespace: ${DEMO_NAMESPACE}\n      targetStorageClass: standard\n      targetAccessModes: [ReadWriteOnce]\n`).join("");
+  const claims = DEMO_VOLUMES.map(
+    (v) => `    - name: ${v.name}\n      namespace: ${DEMO_NAMESPACE}\n      targetStorageClass: standard\n      targetAccessModes: [ReadWriteOnce]\n`,
+  ).join("");
   writeFileSync(
     demoManifest,
     `apiVersion: migration.openshift.io/v1alpha1

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { findFreePort } from "./ports";
-import { spawnLogged, tailFile, type ManagedProcess } from "./processes";
+import { type ManagedProcess, spawnLogged, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
 
 export interface EtcdHandle {
@@ -14,12 +14,7 @@ export interface EtcdHandle {
   process: ManagedProcess;
 }
 
-export async function startEtcd(opts: {
-  binDir: string;
-  dataDir: string;
-  logDir: string;
-  pidFile: string;
-}): Promise<EtcdHandle> {
+export async function startEtcd(opts: { binDir: string; dataDir: string; logDir: string; pidFile: string }): Promise<EtcdHandle> {
   const clientPort = await findFreePort();
   const peerPort = await findFreePort();
   const url = `http://127.0.0.1:${clientPort}`;

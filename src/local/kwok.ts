@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
 import { statusCode } from "./crds";
-import { spawnLogged, tailFile, type ManagedProcess } from "./processes";
+import { type ManagedProcess, spawnLogged, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
 
 export const KWOK_NODE_NAME = "kwok-node";

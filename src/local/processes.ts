@@ -9,7 +9,7 @@
  * - A process-death watchdog (a tiny shell loop, see startReaper) covers the one case no handler can:
  *   the parent being SIGKILLed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, closeSync, openSync, readFileSync, rmSync } from "node:fs";
 
 export interface ProcessSpec {
@@ -83,10 +83,7 @@ export async function stopProcess(p: ManagedProcess, timeoutMs = 5_000): Promise
   p.ref(); // an unref'd child would let the parent exit before we see it go
   signalGroup(p.pid, "SIGTERM");
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([
-    p.exited.then(() => false),
-    new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs))),
-  ]);
+  const timedOut = await Promise.race([p.exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
   clearTimeout(timer);
   if (timedOut) signalGroup(p.pid, "SIGKILL");
   await p.exited;
@@ -123,7 +120,7 @@ export function startReaper(name: string, pidFile: string, dirs: string[], logFi
   // every process we may signal.
   const script = [
     'parent="$1"; pidfile="$2"; shift 2',
-    "groups() { for p in $(cat \"$pidfile\" 2>/dev/null); do case $p in ''|*[!0-9]*) ;; *) [ \"$p\" -gt 1 ] && echo \"$p\";; esac; done; }",
+    'groups() { for p in $(cat "$pidfile" 2>/dev/null); do case $p in \'\'|*[!0-9]*) ;; *) [ "$p" -gt 1 ] && echo "$p";; esac; done; }',
     'while kill -0 "$parent" 2>/dev/null; do sleep 1; done',
     'for p in $(groups); do kill -TERM -"$p" 2>/dev/null; done',
     "sleep 3",

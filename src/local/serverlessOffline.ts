@@ -9,14 +9,15 @@
  * AWS_ENDPOINT_URL_DYNAMODB (or AWS_ENDPOINT_URL) names. The whole process group is stopped by stop(),
  * or by the exit handlers of processes.ts if the parent ends first.
  */
-import { POLICY_ENV } from "../dvm/policyConfig";
+
 import { rmdirSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_FUNCTION_LAYOUT, phaseFunctionName, type FunctionLayout } from "../aws/functionLayout";
+import { DEFAULT_FUNCTION_LAYOUT, type FunctionLayout, phaseFunctionName } from "../aws/functionLayout";
 import type { PhaseName } from "../dvm/itinerary";
+import { POLICY_ENV } from "../dvm/policyConfig";
 import { findFreePort } from "./ports";
 import { spawnLogged, stopProcess, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";

@@ -3,11 +3,11 @@
  * DVM's uid plus the transfer label: another migration's objects and the migrated data are never touched.
  */
 import { CONDITION } from "../dvm/conditions";
-import { KINDS, type KubeObject } from "../kube/objects";
 import type { Cluster } from "../kube/cluster";
+import { KINDS, type KubeObject } from "../kube/objects";
 import { LABEL, transferNames, transferSelector } from "./names";
 import { runningSince } from "./timing";
-import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { uniqueNamespaces } from "./volumes";
 
 const TRANSFER_KINDS = [KINDS.Pod, KINDS.Service, KINDS.Secret, KINDS.ConfigMap, KINDS.Route];
@@ -84,7 +84,15 @@ export const waitForTransferResourcesGone: PhaseBody = async (ctx) => {
   return wait(`${left.length} transfer resources still terminating`, {
     warnings:
       waited > WARN_AFTER_MS
-        ? [{ type: CONDITION.RsyncTransferPodsPending, status: "True", category: "Warn", reason: "ResourcesTerminating", message: `Still terminating: ${names.slice(0, 10).join(", ")}` }]
+        ? [
+            {
+              type: CONDITION.RsyncTransferPodsPending,
+              status: "True",
+              category: "Warn",
+              reason: "ResourcesTerminating",
+              message: `Still terminating: ${names.slice(0, 10).join(", ")}`,
+            },
+          ]
         : [],
   });
 };

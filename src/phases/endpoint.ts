@@ -4,10 +4,10 @@
  */
 import { CONDITION } from "../dvm/conditions";
 import type { EndpointType } from "../dvm/types";
-import { KINDS, refOf, type KubeObject, type ServiceObject } from "../kube/objects";
+import { KINDS, type KubeObject, refOf, type ServiceObject } from "../kube/objects";
 import { STUNNEL_PORT, transferLabels, transferNames } from "./names";
 import { runningSince } from "./timing";
-import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { uniqueNamespaces } from "./volumes";
 
 export const SERVER_ROLE = "rsync-server";

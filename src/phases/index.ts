@@ -8,10 +8,10 @@ import { createRsyncEndpoint, ensureRsyncEndpointReady } from "./endpoint";
 import { createDestinationNamespaces } from "./namespaces";
 import { createPVProgressCRs } from "./progressRecords";
 import { createDestinationPVCs } from "./pvcs";
-import { createRsyncConfig, createStunnelConfig } from "./transferConfig";
-import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "./serverPods";
 import { runRsyncOperations } from "./rsyncOperations";
+import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "./serverPods";
 import { started } from "./started";
+import { createRsyncConfig, createStunnelConfig } from "./transferConfig";
 import { advance, type PhaseBody } from "./types";
 
 export const PHASE_BODIES: Record<ExecutablePhaseName, PhaseBody> = {

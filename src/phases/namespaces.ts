@@ -1,5 +1,5 @@
 /** CreateDestinationNamespaces: each destination namespace, with the source namespace's labels and annotations. */
-import { KINDS, refOf, type NamespaceObject } from "../kube/objects";
+import { KINDS, type NamespaceObject, refOf } from "../kube/objects";
 import { ownerLabels } from "./names";
 import { advance, MigrationInputError, type PhaseBody } from "./types";
 

@@ -2,7 +2,7 @@
  * CreateDestinationPVCs: each destination PVC from its source, with the target storage class, access modes
  * and volume mode. An existing PVC is left alone (create-or-adopt), as upstream.
  */
-import { KINDS, refOf, type PvcObject } from "../kube/objects";
+import { KINDS, type PvcObject, refOf } from "../kube/objects";
 import { LABEL, PART_OF } from "./names";
 import { advance, MigrationInputError, type PhaseBody } from "./types";
 import { formatPvc, specField, type VolumePair } from "./volumes";
@@ -46,7 +46,8 @@ export const createDestinationPVCs: PhaseBody = async (ctx) => {
   const { source, destination } = ctx.clusters;
   for (const pair of ctx.volumes) {
     const original = await source.get<PvcObject>(refOf("PersistentVolumeClaim", pair.from.namespace, pair.from.name));
-    if (!original) throw new MigrationInputError([`${specField(pair, "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`]);
+    if (!original)
+      throw new MigrationInputError([`${specField(pair, "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`]);
     const { created } = await destination.ensure(destinationPvc(pair, original, ctx.dvm.uid));
     ctx.log.info(created ? "destination PVC created" : "destination PVC exists", { pvc: formatPvc(pair.to) });
   }

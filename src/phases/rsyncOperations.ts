@@ -7,12 +7,12 @@
 import { CONDITION, type ConditionInput } from "../dvm/conditions";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject } from "../kube/objects";
-import { parseRsyncProgress, rsyncClientPod, type RsyncProgress } from "../transfer";
+import { parseRsyncProgress, type RsyncProgress, rsyncClientPod } from "../transfer";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
 import { ensureServerPodRunning } from "./serverPods";
-import { clientSecretName } from "./transferConfig";
 import { runningSince } from "./timing";
-import { advance, wait, type PhaseBody, type PhaseContext, type StatusUpdate } from "./types";
+import { clientSecretName } from "./transferConfig";
+import { advance, type PhaseBody, type PhaseContext, type StatusUpdate, wait } from "./types";
 import { formatPvc, specField, type VolumePair } from "./volumes";
 
 export const CLIENT_ROLE = "rsync-client";
@@ -80,7 +80,11 @@ function terminationMessage(pod: PodObject): string {
 
 /** rsync's own error lines ("rsync: ...", "rsync error: ..."), the last few; else the message's last lines. */
 function rsyncErrorLines(message: string): string {
-  const lines = message.trim().split("\n").map((l) => l.split("\r").at(-1)!.trim()).filter(Boolean);
+  const lines = message
+    .trim()
+    .split("\n")
+    .map((l) => l.split("\r").at(-1)!.trim())
+    .filter(Boolean);
   const errors = lines.filter((l) => /^rsync( error)?:/.test(l));
   return (errors.length > 0 ? errors.slice(-3) : lines.slice(-2)).join(" ");
 }
@@ -98,7 +102,11 @@ async function readProgress(ctx: PhaseContext, pod: PodObject, tailLines = LOG_T
 
 async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): Promise<VolumeReport> {
   const { source } = ctx.clusters;
-  const pods = await source.list<PodObject>(KINDS.Pod, pair.from.namespace, { [LABEL.dvmUid]: ctx.dvm.uid, [LABEL.volume]: pair.id, [LABEL.role]: CLIENT_ROLE });
+  const pods = await source.list<PodObject>(KINDS.Pod, pair.from.namespace, {
+    [LABEL.dvmUid]: ctx.dvm.uid,
+    [LABEL.volume]: pair.id,
+    [LABEL.role]: CLIENT_ROLE,
+  });
   const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0];
   if (!latest || attemptOf(latest) === 0) {
     const pod = clientPodFor(ctx, pair, 1);
@@ -117,11 +125,13 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): 
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
       const server = await ensureServerPodRunning(ctx, pair.to.namespace);
-      if (server !== "running") return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
+      if (server !== "running")
+        return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
       const next = clientPodFor(ctx, pair, attempt + 1);
       await source.ensure(next);
       // Only once the next attempt exists: the newest pod always records how far the retries got.
-      for (const old of pods.filter((p) => attemptOf(p) <= attempt)) await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name });
+      for (const old of pods.filter((p) => attemptOf(p) <= attempt))
+        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name });
       ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
       return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
     }
@@ -236,7 +246,15 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
   if (open.length > 0) {
     const pendingTooLong = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > PENDING_WARN_AFTER_MS && reports.some((r) => r.state === "pending");
     const warnings: ConditionInput[] = pendingTooLong
-      ? [{ type: CONDITION.RsyncClientPodsPending, status: "True", category: "Warn", reason: "PodStuckInContainerCreating", message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}` }]
+      ? [
+          {
+            type: CONDITION.RsyncClientPodsPending,
+            status: "True",
+            category: "Warn",
+            reason: "PodStuckInContainerCreating",
+            message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}`,
+          },
+        ]
       : [];
     return wait(`${open.length} of ${reports.length} volumes still transferring`, { status, warnings: vanished ? [...warnings, vanished] : warnings });
   }
@@ -247,7 +265,9 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       category: "Critical",
       status,
       ...(vanished ? { warnings: [vanished] } : {}),
-      errors: failed.map((r) => `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempts: ${r.error}`),
+      errors: failed.map(
+        (r) => `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempts: ${r.error}`,
+      ),
     };
   }
   return vanished ? { kind: "advance", status, warnings: [vanished] } : advance(status);

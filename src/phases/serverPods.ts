@@ -3,12 +3,12 @@
  * stunnel server) per destination namespace, mounting that namespace's destination PVCs.
  */
 import { CONDITION } from "../dvm/conditions";
-import { refOf, type PodObject } from "../kube/objects";
+import { type PodObject, refOf } from "../kube/objects";
 import { rsyncServerPod } from "../transfer";
 import { SERVER_ROLE } from "./endpoint";
 import { transferLabels, transferNames } from "./names";
 import { runningSince } from "./timing";
-import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { uniqueNamespaces } from "./volumes";
 
 const WARN_AFTER_MS = 3 * 60_000;
@@ -65,14 +65,15 @@ export const waitForRsyncTransferPodsRunning: PhaseBody = async (ctx) => {
   const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;
   return wait(`rsync server pods not running: ${notRunning.join(", ")}`, {
     warnings: late
-      ? [{
-          type: CONDITION.RsyncTransferPodsPending,
-          status: "True",
-          category: "Warn",
-          reason: "PodsPending",
-          message: `rsync server pods not running after 3 minutes: ${notRunning.map((p) => `kubectl describe pod -n ${p.split("/")[0]} ${p.split("/")[1]!.split(" ")[0]}`).join("; ")}`,
-        }]
+      ? [
+          {
+            type: CONDITION.RsyncTransferPodsPending,
+            status: "True",
+            category: "Warn",
+            reason: "PodsPending",
+            message: `rsync server pods not running after 3 minutes: ${notRunning.map((p) => `kubectl describe pod -n ${p.split("/")[0]} ${p.split("/")[1]!.split(" ")[0]}`).join("; ")}`,
+          },
+        ]
       : [],
   });
 };
-

@@ -2,7 +2,7 @@
  * Started: check that the spec can be migrated before anything is created. Every problem is reported at
  * once, each naming its field, and fails the migration (bad input is not retried).
  */
-import { KINDS, refOf, type PvcObject } from "../kube/objects";
+import { KINDS, type PvcObject, refOf } from "../kube/objects";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "./types";
 import { formatPvc, specField } from "./volumes";
 
@@ -22,14 +22,17 @@ export async function validateMigration(ctx: PhaseContext): Promise<string[]> {
 
     const from = await source.get<PvcObject>(refOf("PersistentVolumeClaim", pair.from.namespace, pair.from.name));
     if (!from) {
-      errors.push(`${specField(pair, rollback ? "targetName" : "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`);
+      errors.push(
+        `${specField(pair, rollback ? "targetName" : "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`,
+      );
     } else if (from.spec?.volumeMode === "Block" || pair.targetVolumeMode === "Block") {
       errors.push(`${specField(pair, "targetVolumeMode")}: Block volumes are not supported (filesystem transfer only)`);
     }
 
     if (rollback) {
       const to = await destination.get(refOf("PersistentVolumeClaim", pair.to.namespace, pair.to.name));
-      if (!to) errors.push(`${specField(pair, "name")}: PersistentVolumeClaim ${formatPvc(pair.to)} to roll back into not found on the ${destination.name} cluster`);
+      if (!to)
+        errors.push(`${specField(pair, "name")}: PersistentVolumeClaim ${formatPvc(pair.to)} to roll back into not found on the ${destination.name} cluster`);
     } else {
       const storageClass = await destination.get({ ...KINDS.StorageClass, name: pair.targetStorageClass });
       if (!storageClass) {

@@ -3,18 +3,11 @@
  * on the host (create-or-adopt, so a repeated phase reuses them), then rendered into one transfer Secret
  * per destination namespace (server side) and one per volume on the source (client side).
  */
-import { KINDS, refOf, type KubeObject } from "../kube/objects";
-import {
-  clientTransferSecretData,
-  generateRsyncPassword,
-  generateTransferPki,
-  serverTransferSecretData,
-  transferSecret,
-  type TransferPki,
-} from "../transfer";
+import { KINDS, type KubeObject, refOf } from "../kube/objects";
+import { clientTransferSecretData, generateRsyncPassword, generateTransferPki, serverTransferSecretData, type TransferPki, transferSecret } from "../transfer";
 import { endpointAddress } from "./endpoint";
-import { ownerLabels, RSYNC_USER, TRANSFER_SERVER_NAME, transferLabels, transferNames, dvmShortId } from "./names";
-import { advance, wait, type PhaseBody, type PhaseContext } from "./types";
+import { dvmShortId, ownerLabels, RSYNC_USER, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
+import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { uniqueNamespaces, type VolumePair } from "./volumes";
 
 interface SecretObject extends KubeObject {
@@ -28,21 +21,32 @@ const decode = (secret: SecretObject, key: string): string | undefined => {
 };
 
 /** Creates the host Secret from `generate()` unless it exists; returns the adopted or created values. */
-async function hostSecret(ctx: PhaseContext, name: string, keys: readonly string[], generate: () => Promise<Record<string, string>>): Promise<Record<string, string>> {
+async function hostSecret(
+  ctx: PhaseContext,
+  name: string,
+  keys: readonly string[],
+  generate: () => Promise<Record<string, string>>,
+): Promise<Record<string, string>> {
   const { host } = ctx.clusters;
   const existing = await host.get<SecretObject>(refOf("Secret", ctx.dvm.namespace, name));
-  const secret = existing ?? (await host.ensure<SecretObject>({
-    ...KINDS.Secret,
-    type: "Opaque",
-    metadata: {
-      name,
-      namespace: ctx.dvm.namespace,
-      labels: ownerLabels(ctx.dvm),
-      // Deleted with the DVM by the garbage collector, even if cleanup never runs.
-      ownerReferences: [{ apiVersion: "migration.openshift.io/v1alpha1", kind: "DirectVolumeMigration", name: ctx.dvm.name, uid: ctx.dvm.uid, controller: true }],
-    },
-    stringData: await generate(),
-  })).object;
+  const secret =
+    existing ??
+    (
+      await host.ensure<SecretObject>({
+        ...KINDS.Secret,
+        type: "Opaque",
+        metadata: {
+          name,
+          namespace: ctx.dvm.namespace,
+          labels: ownerLabels(ctx.dvm),
+          // Deleted with the DVM by the garbage collector, even if cleanup never runs.
+          ownerReferences: [
+            { apiVersion: "migration.openshift.io/v1alpha1", kind: "DirectVolumeMigration", name: ctx.dvm.name, uid: ctx.dvm.uid, controller: true },
+          ],
+        },
+        stringData: await generate(),
+      })
+    ).object;
   const values: Record<string, string> = {};
   for (const key of keys) {
     const value = decode(secret, key);
@@ -56,7 +60,9 @@ const PASSWORD_KEY = "password";
 const PKI_KEYS = ["caCertPem", "serverCertPem", "serverKeyPem", "clientCertPem", "clientKeyPem"] as const;
 
 export function rsyncPassword(ctx: PhaseContext): Promise<string> {
-  return hostSecret(ctx, transferNames(ctx.dvm).credentialsSecret, [PASSWORD_KEY], async () => ({ [PASSWORD_KEY]: generateRsyncPassword() })).then((v) => v[PASSWORD_KEY]!);
+  return hostSecret(ctx, transferNames(ctx.dvm).credentialsSecret, [PASSWORD_KEY], async () => ({ [PASSWORD_KEY]: generateRsyncPassword() })).then(
+    (v) => v[PASSWORD_KEY]!,
+  );
 }
 
 export async function transferPki(ctx: PhaseContext): Promise<TransferPki> {
@@ -93,7 +99,9 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
     // The endpoint was ready one phase ago; if it lost its address since, wait for it again.
     if ("pending" in address) return wait(`endpoint of ${pair.to.namespace}: ${address.pending}`);
     const data = clientTransferSecretData({ password, pki, endpointHost: address.host, endpointPort: address.port, checkHost: TRANSFER_SERVER_NAME });
-    await source.ensure(transferSecret({ name: clientSecretName(ctx, pair), namespace: pair.from.namespace, labels: transferLabels(ctx.dvm, "rsync-client"), data }));
+    await source.ensure(
+      transferSecret({ name: clientSecretName(ctx, pair), namespace: pair.from.namespace, labels: transferLabels(ctx.dvm, "rsync-client"), data }),
+    );
   }
   return advance();
 };

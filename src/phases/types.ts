@@ -52,7 +52,9 @@ export interface PhaseContext {
 }
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */
-export type StatusUpdate = Partial<Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">>;
+export type StatusUpdate = Partial<
+  Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">
+>;
 
 export type PhaseOutcome =
   /**
@@ -76,4 +78,8 @@ export class MigrationInputError extends Error {
 }
 
 export const advance = (status?: StatusUpdate): PhaseOutcome => (status ? { kind: "advance", status } : { kind: "advance" });
-export const wait = (reason: string, extra: Omit<Extract<PhaseOutcome, { kind: "wait" }>, "kind" | "reason"> = {}): PhaseOutcome => ({ kind: "wait", reason, ...extra });
+export const wait = (reason: string, extra: Omit<Extract<PhaseOutcome, { kind: "wait" }>, "kind" | "reason"> = {}): PhaseOutcome => ({
+  kind: "wait",
+  reason,
+  ...extra,
+});

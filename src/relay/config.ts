@@ -4,20 +4,18 @@
  */
 import { hostname } from "node:os";
 import { z } from "zod";
-import { LEADER_ELECTION_DEFAULTS, leaderElectionTimingProblem, type LeaderElectionTiming } from "./leaderElection";
 import { fieldIssues, formatIssues } from "../issues";
+import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, leaderElectionTimingProblem } from "./leaderElection";
 
 export class RelayConfigError extends Error {
   override readonly name = "RelayConfigError";
 }
 
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name (DNS-1123 label)").max(63);
-const intFrom = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d+$/, "must be a whole number")
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+const dnsLabel = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name (DNS-1123 label)")
+  .max(63);
+const intFrom = (min: number, max: number) => z.string().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
 const dnsSubdomain = z
   .string()
   .max(253)
@@ -72,7 +70,9 @@ const EnvSchema = z
       ctx.addIssue({
         code: "custom",
         path: [named ? "RELAY_FUNCTION_PREFIX" : "RELAY_FUNCTION_NAME"],
-        message: named ? "set RELAY_FUNCTION_NAME or RELAY_FUNCTION_PREFIX, not both" : "set RELAY_FUNCTION_NAME (one function) or RELAY_FUNCTION_PREFIX (one per phase)",
+        message: named
+          ? "set RELAY_FUNCTION_NAME or RELAY_FUNCTION_PREFIX, not both"
+          : "set RELAY_FUNCTION_NAME (one function) or RELAY_FUNCTION_PREFIX (one per phase)",
       });
     }
   });

@@ -1,18 +1,19 @@
 /** The watch relay: watch DVMs and what they own, coalesce per uid, forward reconcile requests. */
-export { Relay, RELAY_DEFAULTS, type RelayCluster, type RelayOptions, type RelayStats, type WatchStats } from "./relay";
-export { InProcessTransport, type ForwardContext, type RelayTransport } from "./transport";
+
+export { parseRelayEnv, type RelayConfig, RelayConfigError } from "./config";
+export { DEFAULT_HEALTH_PORT, type HealthServer, type HealthServerOptions, startHealthServer } from "./health";
 export {
   functionPerPhase,
   LambdaInvokeError,
   LambdaTransport,
-  RemoteFunctionError,
-  sharedFunction,
   type LambdaTransportOptions,
   type RelayInvocationType,
+  RemoteFunctionError,
+  sharedFunction,
 } from "./lambdaTransport";
-export { WorkQueue, DEFAULT_CONCURRENCY, type WorkQueueOptions } from "./queue";
-export { startHealthServer, DEFAULT_HEALTH_PORT, type HealthServer, type HealthServerOptions } from "./health";
-export { parseRelayEnv, RelayConfigError, type RelayConfig } from "./config";
-export { LeaderElector, LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, type LeadershipStats } from "./leaderElection";
-export { KubeLeaseStore, type LeaseStore, type LeaseRecord } from "./leaseStore";
+export { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, LeaderElector, type LeadershipStats } from "./leaderElection";
+export { KubeLeaseStore, type LeaseRecord, type LeaseStore } from "./leaseStore";
+export { DEFAULT_CONCURRENCY, WorkQueue, type WorkQueueOptions } from "./queue";
+export { RELAY_DEFAULTS, Relay, type RelayCluster, type RelayOptions, type RelayStats, type WatchStats } from "./relay";
 export { RelayReplica, type ReplicaRole, type ReplicaStats } from "./replica";
+export { type ForwardContext, InProcessTransport, type RelayTransport } from "./transport";

@@ -7,10 +7,10 @@
  * The endpoint is the SDK's to resolve: AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL point it at a
  * local stand-in, as for every other AWS client in this project.
  */
-import { InvokeCommand, LambdaClient, type InvocationType } from "@aws-sdk/client-lambda";
+import { type InvocationType, InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { isPhaseName, type PhaseName } from "../dvm/itinerary";
+import { type Logger, silentLogger } from "../log";
 import type { ReconcileRequest, RunResult } from "../runner/request";
-import { silentLogger, type Logger } from "../log";
 import { parseRunResult } from "./runResult";
 import type { ForwardContext, RelayTransport } from "./transport";
 

@@ -16,9 +16,9 @@
  * - A clean stop steps down first, then releases the Lease (holder ""), so a standby takes over at its
  *   next attempt instead of after the lease duration.
  */
-import { systemClock, type Clock } from "../clock";
-import { jsonLogger, type Logger } from "../log";
+import { type Clock, systemClock } from "../clock";
 import { errorMessage } from "../errorMessage";
+import { jsonLogger, type Logger } from "../log";
 import type { LeaseRecord, LeaseStore, StoredLease } from "./leaseStore";
 
 export interface LeaderElectionTiming {
@@ -313,7 +313,7 @@ export class LeaderElector {
   private sleep(ms: number): Promise<void> {
     if (this.stopped || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined = undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const done = () => {
         clearTimeout(timer);
         this.wake = undefined;

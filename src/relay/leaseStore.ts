@@ -3,7 +3,7 @@
  * writes it. Every write is conditioned on what was read (create fails if it exists, update carries the
  * resourceVersion), so two candidates can never both believe their write won.
  */
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
 import { toKubeApiError } from "../kube/errors";
 
 /** What the election keeps in the Lease's spec. */

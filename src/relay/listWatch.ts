@@ -4,12 +4,12 @@
  * from the last resourceVersion seen whenever a watch ends, and list again only when the server says
  * that resourceVersion has expired (410 Gone). The caller keeps whatever index it needs.
  */
-import { Watch, type KubeConfig } from "@kubernetes/client-node";
+import { type KubeConfig, Watch } from "@kubernetes/client-node";
 import type { Clock } from "../clock";
+import { errorMessage } from "../errorMessage";
 import { toKubeApiError } from "../kube/errors";
 import type { Logger } from "../log";
-import { backoffDelay, type BackoffOptions } from "./backoff";
-import { errorMessage } from "../errorMessage";
+import { type BackoffOptions, backoffDelay } from "./backoff";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -174,11 +174,14 @@ export class ListWatch {
         this.controller = undefined;
         resolve(end);
       };
-      const staleTimer = setTimeout(() => {
-        log.warn("watch outlived its timeout; reconnecting", { watch: this.options.name, timeoutSeconds });
-        this.controller?.abort();
-        finish({ kind: "closed", events, elapsedMs: clock.now() - startedAt });
-      }, timeoutSeconds * 1_000 + STALE_GRACE_MS);
+      const staleTimer = setTimeout(
+        () => {
+          log.warn("watch outlived its timeout; reconnecting", { watch: this.options.name, timeoutSeconds });
+          this.controller?.abort();
+          finish({ kind: "closed", events, elapsedMs: clock.now() - startedAt });
+        },
+        timeoutSeconds * 1_000 + STALE_GRACE_MS,
+      );
       staleTimer.unref?.();
 
       const onEvent = (type: string, object: unknown) => {

@@ -10,7 +10,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { jsonLogger, type Logger } from "../log";
-import { parseRelayEnv, RelayConfigError, type RelayConfig } from "./config";
+import { parseRelayEnv, type RelayConfig, RelayConfigError } from "./config";
 import { startHealthServer } from "./health";
 import { functionPerPhase, LambdaTransport, sharedFunction } from "./lambdaTransport";
 import { KubeLeaseStore } from "./leaseStore";
@@ -52,7 +52,9 @@ export async function runRelay(env: Record<string, string | undefined>, log: Log
       concurrency: config.concurrency,
       log,
     },
-    ...(leaderElection.enabled ? { election: { ...leaderElection, store: new KubeLeaseStore(kubeConfig, leaderElection.namespace, leaderElection.name) } } : {}),
+    ...(leaderElection.enabled
+      ? { election: { ...leaderElection, store: new KubeLeaseStore(kubeConfig, leaderElection.namespace, leaderElection.name) } }
+      : {}),
     log,
   });
   const health = await startHealthServer({

@@ -6,17 +6,17 @@
  * DVM) and never lose a migration (resume watches, re-list after 410, periodic resync).
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { systemClock, type Clock } from "../clock";
+import { type Clock, systemClock } from "../clock";
+import { POLL_REQUEUE_MS } from "../dvm/itinerary";
+import { errorMessage } from "../errorMessage";
 import { jsonLogger, type Logger } from "../log";
 import type { ReconcileRequest } from "../runner/request";
-import { backoffDelay, type BackoffOptions } from "./backoff";
-import { errorMessage } from "../errorMessage";
+import { type BackoffOptions, backoffDelay } from "./backoff";
 import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
-import { objectKey, ownerUidOf, parseObservedDvm, type ObservedDvm } from "./observed";
-import { WorkQueue, DEFAULT_CONCURRENCY } from "./queue";
-import { dvmLister, dvmPath, OWNED_SELECTOR, podVersionLister, POD_PATH, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
-import { POLL_REQUEUE_MS } from "../dvm/itinerary";
-import { followUpAfter, forwardDelay, needsForwarding, type LastForward } from "./schedule";
+import { type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
+import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
+import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
+import { followUpAfter, forwardDelay, type LastForward, needsForwarding } from "./schedule";
 import type { RelayTransport } from "./transport";
 
 /** A cluster whose labelled pods drive their DVM (a source or destination other than the host). */
@@ -207,10 +207,12 @@ export class Relay {
     const snapshots = this.watches.map((w) => w.snapshot());
     const dvms = this.dvmWatch?.snapshot();
     const lastEventAt = Math.max(0, ...snapshots.map((w) => w.lastEventAt ?? 0));
-    const watches = snapshots.map(({ lastEventAt: at, ...rest }): WatchStats => ({
-      ...rest,
-      ...(at !== undefined ? { lastEventAt: new Date(at).toISOString() } : {}),
-    }));
+    const watches = snapshots.map(
+      ({ lastEventAt: at, ...rest }): WatchStats => ({
+        ...rest,
+        ...(at !== undefined ? { lastEventAt: new Date(at).toISOString() } : {}),
+      }),
+    );
     return {
       watchConnected: dvms?.connected ?? false,
       synced: dvms?.synced ?? false,
@@ -354,7 +356,8 @@ export class Relay {
     entry.failures = 0;
 
     // A deletion is followed until the DVM is gone (its DELETED event, or a "gone" result), whatever phase it was in.
-    const next = entry.dvm.deleting && !result ? { kind: "requeue" as const, afterMs: POLL_REQUEUE_MS, why: "deletion" } : followUpAfter(result, entry.dvm.phase);
+    const next =
+      entry.dvm.deleting && !result ? { kind: "requeue" as const, afterMs: POLL_REQUEUE_MS, why: "deletion" } : followUpAfter(result, entry.dvm.phase);
     switch (next.kind) {
       case "requeue":
         this.queue.addAfter(uid, next.why, next.afterMs);

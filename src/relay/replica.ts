@@ -4,9 +4,9 @@
  * replica that steps down closes its queue at once. Without it, the one Relay runs from start to stop.
  */
 import type { Logger } from "../log";
-import { LeaderElector, type LeaderElectionTiming, type LeadershipStats } from "./leaderElection";
+import { type LeaderElectionTiming, LeaderElector, type LeadershipStats } from "./leaderElection";
 import type { LeaseStore } from "./leaseStore";
-import { Relay, RELAY_DEFAULTS, type RelayOptions, type RelayStats } from "./relay";
+import { RELAY_DEFAULTS, Relay, type RelayOptions, type RelayStats } from "./relay";
 
 export type ReplicaRole = "leader" | "standby" | "only replica";
 

@@ -39,7 +39,12 @@ export function progressPath(namespace: string | undefined): string {
 
 export const POD_PATH = "/api/v1/pods";
 
-function listCustom(kubeConfig: KubeConfig, plural: string, namespace: string | undefined, page: { limit: number; labelSelector?: string; _continue?: string }): Promise<ListBody> {
+function listCustom(
+  kubeConfig: KubeConfig,
+  plural: string,
+  namespace: string | undefined,
+  page: { limit: number; labelSelector?: string; _continue?: string },
+): Promise<ListBody> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const base = { group: DVM_GROUP, version: DVM_VERSION, plural, ...page };
   return (namespace ? api.listNamespacedCustomObject({ ...base, namespace }) : api.listClusterCustomObject(base)) as Promise<ListBody>;

@@ -3,7 +3,7 @@
  * type is inferred from (src/runner/request.ts), naming the first field that does not fit.
  */
 import { fieldIssues, formatIssue } from "../issues";
-import { RunResultSchema, type RunResult } from "../runner/request";
+import { type RunResult, RunResultSchema } from "../runner/request";
 
 export type RunResultParse = { ok: true; result: RunResult } | { ok: false; error: string };
 

@@ -1,4 +1,4 @@
-export { entryEnd, executionsOf, repeatedByCounters, type EntryExecutions, type ExecutionEnd, type PhaseExecution } from "./executions";
+export { type EntryExecutions, type ExecutionEnd, entryEnd, executionsOf, type PhaseExecution, repeatedByCounters } from "./executions";
+export { escapeXml, renderTimelineSvg, TIMELINE_COLOURS, type TimelineOptions, tickStep } from "./svg";
 export { buildTimingReport, guessItinerary, roundShares, type TimingReport, type TimingReportInput, type TimingRow } from "./timing";
-export { escapeXml, renderTimelineSvg, tickStep, TIMELINE_COLOURS, type TimelineOptions } from "./svg";
 export { checkWellFormedXml, countElementsWithClass, type WellFormedResult } from "./wellFormed";

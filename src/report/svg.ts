@@ -22,12 +22,7 @@ const LEGEND_HEIGHT = 28;
 const MIN_BAR_WIDTH = 1.5;
 
 export function escapeXml(text: string): string {
-  return text
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&apos;");
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
 }
 
 const fixed = (n: number) => Number(n.toFixed(2)).toString();
@@ -53,11 +48,7 @@ function rowLabel(row: TimingRow): string {
 }
 
 function barTitle(row: TimingRow, execution: PhaseExecution): string {
-  const parts = [
-    `${row.phase}${execution.attempt !== undefined ? ` attempt ${execution.attempt}` : ""}`,
-    `${execution.seconds.toFixed(3)} s`,
-    execution.ended,
-  ];
+  const parts = [`${row.phase}${execution.attempt !== undefined ? ` attempt ${execution.attempt}` : ""}`, `${execution.seconds.toFixed(3)} s`, execution.ended];
   if (execution.repeated) parts.push("repeated");
   if (execution.takeover) parts.push("takeover");
   return parts.join(", ");

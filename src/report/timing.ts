@@ -3,7 +3,7 @@
  * order of the itinerary table, the time each took and its share of the total, and the executions that
  * were repeated and what they cost. Pure: the CLI reads the ledger and prints the result.
  */
-import { ITINERARIES, PHASES, phaseSpec, stepOf, type ItineraryName, type PhaseName } from "../dvm/itinerary";
+import { ITINERARIES, type ItineraryName, PHASES, type PhaseName, phaseSpec, stepOf } from "../dvm/itinerary";
 import type { LedgerEntry, LedgerState } from "../ledger/types";
 import { entryEnd, executionsOf, type PhaseExecution } from "./executions";
 

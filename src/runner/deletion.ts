@@ -10,9 +10,10 @@
  * that follows every claim and stop (runner.ts), so step 1 sees every body that may still create
  * something. Every step is idempotent: the runner and `dvm cancel` may run it at the same time.
  */
-import { DEFAULT_MIGRATION_POLICY } from "../dvm/policy";
+
 import type { Clock } from "../clock";
-import { DVM_FINALIZER, parseDvmSpec, type DirectVolumeMigration } from "../dvm/types";
+import { DEFAULT_MIGRATION_POLICY } from "../dvm/policy";
+import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import type { ClusterResolver } from "../kube/resolver";
@@ -114,5 +115,9 @@ async function releaseFinalizer(store: DvmStore, dvm: DirectVolumeMigration): Pr
       current = error.isNotFound ? undefined : await store.get(current.metadata.namespace, current.metadata.name);
     }
   }
-  throw new KubeApiError(`finalizers of ${dvm.metadata.namespace}/${dvm.metadata.name} kept changing under ${FINALIZER_WRITE_ATTEMPTS} writes`, 409, "Conflict");
+  throw new KubeApiError(
+    `finalizers of ${dvm.metadata.namespace}/${dvm.metadata.name} kept changing under ${FINALIZER_WRITE_ATTEMPTS} writes`,
+    409,
+    "Conflict",
+  );
 }

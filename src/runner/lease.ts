@@ -13,7 +13,7 @@
 import type { Clock } from "../clock";
 import type { Cluster } from "../kube/cluster";
 import type { KubeObject, ObjectRef } from "../kube/objects";
-import { LostClaimError, type Claim, type PhaseLedger } from "../ledger";
+import { type Claim, LostClaimError, type PhaseLedger } from "../ledger";
 import type { MigrationClusters } from "../phases/types";
 
 /** The largest disagreement between two hosts' clocks this design tolerates. */

@@ -7,20 +7,20 @@
  *   4. record the outcome in the ledger, conditioned on still holding the claim;
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
-import { systemClock, type Clock } from "../clock";
-import { CONDITION, findCondition, setCondition, type ConditionInput } from "../dvm/conditions";
-import { DEFAULT_MIGRATION_POLICY, formatViolation, policyViolations, transferImageFor, type MigrationPolicy } from "../dvm/policy";
-import { nextPhase, phaseSpec, POLL_REQUEUE_MS, type ExecutablePhaseName, type PhaseName } from "../dvm/itinerary";
-import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../dvm/status";
-import { DVM_FINALIZER, parseDvmSpec, type Condition, type DirectVolumeMigration, type DvmSpec, type DvmStatus, type SpecParseResult } from "../dvm/types";
+import { type Clock, systemClock } from "../clock";
+import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
+import { type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
+import { DEFAULT_MIGRATION_POLICY, formatViolation, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
+import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../dvm/status";
+import { type Condition, type DirectVolumeMigration, DVM_FINALIZER, type DvmSpec, type DvmStatus, parseDvmSpec, type SpecParseResult } from "../dvm/types";
 import { formatIssue } from "../issues";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
-import { unreachableCluster, type ClusterResolver } from "../kube/resolver";
-import { LostClaimError, type Claim, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
-import { silentLogger, type Logger } from "../log";
+import { type ClusterResolver, unreachableCluster } from "../kube/resolver";
+import { type Claim, LostClaimError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
+import { type Logger, silentLogger } from "../log";
 import { PHASE_BODIES } from "../phases";
-import { MigrationInputError, type MigrationClusters, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
+import { type MigrationClusters, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
 import { continueDeletion } from "./deletion";
 import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
@@ -127,7 +127,13 @@ export class PhaseRunner {
       // write and the status write, or a stale request): bring it up to the recorded outcome.
       const repaired = await this.writeTransition(fresh, position, claimed.outcome, stats);
       log.info("duplicate suppressed", { next: claimed.outcome.nextPhase, statusRepaired: repaired });
-      return { kind: "duplicate", phase: position.phase, next: claimed.outcome.nextPhase, statusRepaired: repaired, requeueAfterMs: phaseSpec(claimed.outcome.nextPhase).requeueMs };
+      return {
+        kind: "duplicate",
+        phase: position.phase,
+        next: claimed.outcome.nextPhase,
+        statusRepaired: repaired,
+        requeueAfterMs: phaseSpec(claimed.outcome.nextPhase).requeueMs,
+      };
     }
 
     const claim = claimed.claim;
@@ -191,7 +197,14 @@ export class PhaseRunner {
     }
   }
 
-  private async finish(fresh: DirectVolumeMigration, position: Position, claim: Claim, outcome: PhaseOutcome, log: Logger, stats: RunStats): Promise<RunResult> {
+  private async finish(
+    fresh: DirectVolumeMigration,
+    position: Position,
+    claim: Claim,
+    outcome: PhaseOutcome,
+    log: Logger,
+    stats: RunStats,
+  ): Promise<RunResult> {
     const { ledger } = this.options;
     switch (outcome.kind) {
       case "advance": {
@@ -223,10 +236,26 @@ export class PhaseRunner {
     }
   }
 
-  private context(fresh: DirectVolumeMigration, parsed: SpecParseResult, position: Position, claim: Claim, log: Logger, lease: BodyLease): Promise<PhaseContext> {
-    return buildPhaseContext({ dvm: fresh, parsed, position, clusters: this.options.clusters, policy: this.policy, attempt: claim.attempt, clock: this.clock, log, lease });
+  private context(
+    fresh: DirectVolumeMigration,
+    parsed: SpecParseResult,
+    position: Position,
+    claim: Claim,
+    log: Logger,
+    lease: BodyLease,
+  ): Promise<PhaseContext> {
+    return buildPhaseContext({
+      dvm: fresh,
+      parsed,
+      position,
+      clusters: this.options.clusters,
+      policy: this.policy,
+      attempt: claim.attempt,
+      clock: this.clock,
+      log,
+      lease,
+    });
   }
-
 
   /**
    * Moves the status from `from` to the position the ledger recorded, with the status update the body
@@ -240,7 +269,8 @@ export class PhaseRunner {
       const nowIso = new Date(this.clock.now()).toISOString();
       let base: DvmStatus = { ...current.status, ...transition.statusUpdate };
       // A completed phase's warnings outlive the phase change: they describe its result.
-      for (const warning of transition.warnings ?? []) base = { ...base, conditions: setCondition(base.conditions ?? [], { ...warning, durable: true }, nowIso) };
+      for (const warning of transition.warnings ?? [])
+        base = { ...base, conditions: setCondition(base.conditions ?? [], { ...warning, durable: true }, nowIso) };
       // The generation the decision was made on: a spec edited meanwhile stays visible as a mismatch.
       const generation = fresh.metadata.generation;
       if (transition.result === "failed") {
@@ -252,7 +282,12 @@ export class PhaseRunner {
   }
 
   /** Progress and warnings of a waiting phase; written only when they changed, so polling makes no events. */
-  private async writeProgress(fresh: DirectVolumeMigration, update: StatusUpdate | undefined, warnings: Omit<Condition, "lastTransitionTime">[], stats: RunStats): Promise<void> {
+  private async writeProgress(
+    fresh: DirectVolumeMigration,
+    update: StatusUpdate | undefined,
+    warnings: Omit<Condition, "lastTransitionTime">[],
+    stats: RunStats,
+  ): Promise<void> {
     const phase = fresh.status.phase;
     try {
       await this.guardedWrite(fresh, stats, (current) => {
@@ -270,7 +305,11 @@ export class PhaseRunner {
     }
   }
 
-  private async guardedWrite(fresh: DirectVolumeMigration, stats: RunStats, compute: (current: DirectVolumeMigration) => DvmStatus | undefined): Promise<boolean> {
+  private async guardedWrite(
+    fresh: DirectVolumeMigration,
+    stats: RunStats,
+    compute: (current: DirectVolumeMigration) => DvmStatus | undefined,
+  ): Promise<boolean> {
     const { store } = this.options;
     let current: DirectVolumeMigration | undefined = fresh;
     for (let attempt = 0; attempt < STATUS_WRITE_ATTEMPTS && current; attempt++) {
@@ -294,7 +333,10 @@ export class PhaseRunner {
   private async onDeletion(dvm: DirectVolumeMigration): Promise<RunResult> {
     const { namespace, name, uid } = dvm.metadata;
     const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: DELETING });
-    const step = await continueDeletion({ store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log }, dvm);
+    const step = await continueDeletion(
+      { store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log },
+      dvm,
+    );
     switch (step.kind) {
       case "leaseHeld":
         log.info("deletion waits for a running phase", { phases: step.phases });

@@ -4,13 +4,13 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Clock } from "../clock";
+import type { ExecutablePhaseName } from "../dvm/itinerary";
 import type { MigrationPolicy } from "../dvm/policy";
 import { KubeDvmStore } from "../kube/dvmStore";
 import { SecretClusterResolver } from "../kube/resolver";
 import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "../ledger";
 import type { Logger } from "../log";
 import type { PhaseBody } from "../phases/types";
-import type { ExecutablePhaseName } from "../dvm/itinerary";
 import { PhaseRunner, type RunnerOptions } from "../runner/runner";
 
 export interface PhaseRunnerConfig {

@@ -12,11 +12,14 @@
 // @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata API loaded
 // before the library itself.
 import "reflect-metadata";
+import { webcrypto } from "node:crypto";
 import {
   AuthorityKeyIdentifierExtension,
   BasicConstraintsExtension,
   ExtendedKeyUsage,
   ExtendedKeyUsageExtension,
+  type Extension,
+  type JsonGeneralName,
   KeyUsageFlags,
   KeyUsagesExtension,
   PemConverter,
@@ -24,10 +27,7 @@ import {
   SubjectKeyIdentifierExtension,
   X509Certificate,
   X509CertificateGenerator,
-  type Extension,
-  type JsonGeneralName,
 } from "@peculiar/x509";
-import { webcrypto } from "node:crypto";
 import { TransferConfigError } from "./configText";
 
 export interface TransferPki {
@@ -148,7 +148,10 @@ export async function checkTransferPki(
   } catch (error) {
     return { usable: false, reason: `a certificate does not parse: ${(error as Error).message}` };
   }
-  for (const [role, cert] of [["server", server], ["client", client]] as const) {
+  for (const [role, cert] of [
+    ["server", server],
+    ["client", client],
+  ] as const) {
     if (!(await cert.verify({ publicKey: ca.publicKey, signatureOnly: true }, crypto))) {
       return { usable: false, reason: `the ${role} certificate is not signed by the CA` };
     }
@@ -190,7 +193,8 @@ function serverSubjectAltNames(options: TransferPkiOptions): JsonGeneralName[] {
     if (!DNS_NAME.test(name)) throw new TransferConfigError(`serverDnsNames[${i}]`, `"${name}" is not a DNS name`);
   });
   ips.forEach((ip, i) => {
-    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(ip) && !/^[0-9A-Fa-f:]+$/.test(ip)) throw new TransferConfigError(`serverIpAddresses[${i}]`, `"${ip}" is not an IP address`);
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(ip) && !/^[0-9A-Fa-f:]+$/.test(ip))
+      throw new TransferConfigError(`serverIpAddresses[${i}]`, `"${ip}" is not an IP address`);
   });
   return [
     ...[...new Set(dns)].map((value): JsonGeneralName => ({ type: "dns", value })),

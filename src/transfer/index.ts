@@ -3,13 +3,14 @@
  * the source to a server pod on the destination. Everything here is a pure generator, except PKI
  * generation (async WebCrypto) and password generation (CSPRNG).
  */
+
+export * from "./certificates";
 export * from "./configText";
 export * from "./credentials";
-export * from "./certificates";
-export * from "./stunnel";
-export * from "./rsyncd";
-export * from "./rsyncClient";
-export * from "./progress";
 export * from "./paths";
-export * from "./secrets";
 export * from "./pods";
+export * from "./progress";
+export * from "./rsyncClient";
+export * from "./rsyncd";
+export * from "./secrets";
+export * from "./stunnel";

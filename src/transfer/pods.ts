@@ -9,12 +9,21 @@
  * `runAsRoot` (needed to preserve file ownership) do the rsync containers run as UID 0, and then they
  * get back only what rsync needs (see ROOT_CAPABILITIES); stunnel never gets any capability.
  */
-import type { V1Container, V1PodSecurityContext, V1PodSpec, V1ResourceRequirements, V1SecurityContext, V1Toleration, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
+import type {
+  V1Container,
+  V1PodSecurityContext,
+  V1PodSpec,
+  V1ResourceRequirements,
+  V1SecurityContext,
+  V1Toleration,
+  V1Volume,
+  V1VolumeMount,
+} from "@kubernetes/client-node";
 import { shellQuote as quote, TransferConfigError } from "./configText";
-import { configFile, doneFile, moduleMountPath, scratchSecretsFile, SECRET_KEY, transferPaths, type TransferPaths } from "./paths";
-import { clientScript, RSYNC_PASSWORD_ENV, rsyncClientArgs, type RsyncClientOptions } from "./rsyncClient";
+import { configFile, doneFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
+import { clientScript, RSYNC_PASSWORD_ENV, type RsyncClientOptions, rsyncClientArgs } from "./rsyncClient";
 import { moduleNameFor } from "./rsyncd";
-import { STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT, type PvcRef } from "./secrets";
+import { type PvcRef, STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT } from "./secrets";
 import { stunnelSidecarScript } from "./stunnel";
 
 /**
@@ -102,9 +111,13 @@ export function rsyncServerPod(options: RsyncServerPodOptions): TransferPod {
   if (chroot && !options.runAsRoot) throw new TransferConfigError("chroot", "chroot needs runAsRoot");
   if (options.pvcs.length === 0) throw new TransferConfigError("pvcs", "at least one PVC is needed");
   const volumes = options.pvcs.map((pvc, i) => {
-    if (pvc.namespace !== options.namespace) throw new TransferConfigError(`pvcs[${i}].namespace`, `must be the pod's namespace ${options.namespace}, got ${pvc.namespace}`);
+    if (pvc.namespace !== options.namespace)
+      throw new TransferConfigError(`pvcs[${i}].namespace`, `must be the pod's namespace ${options.namespace}, got ${pvc.namespace}`);
     const module = moduleNameFor(pvc);
-    return { volume: { name: `pvc-${i}`, persistentVolumeClaim: { claimName: pvc.name } }, mount: { name: `pvc-${i}`, mountPath: moduleMountPath(paths, module) } };
+    return {
+      volume: { name: `pvc-${i}`, persistentVolumeClaim: { claimName: pvc.name } },
+      mount: { name: `pvc-${i}`, mountPath: moduleMountPath(paths, module) },
+    };
   });
   const image = options.image ?? DEFAULT_TRANSFER_IMAGE;
   const configMount = { name: "transfer-config", mountPath: paths.configDir, readOnly: true };
@@ -199,15 +212,21 @@ export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
     name: "rsync",
     image,
     ...pullPolicy(options),
-    command: ["/bin/bash", "-c", clientScript({ args, waitPort: localPort, doneFile: doneFile(paths), errorFile: `${paths.scratchDir}/rsync.err`, ...(options.waitSeconds ? { waitSeconds: options.waitSeconds } : {}) })],
+    command: [
+      "/bin/bash",
+      "-c",
+      clientScript({
+        args,
+        waitPort: localPort,
+        doneFile: doneFile(paths),
+        errorFile: `${paths.scratchDir}/rsync.err`,
+        ...(options.waitSeconds ? { waitSeconds: options.waitSeconds } : {}),
+      }),
+    ],
     env: [{ name: RSYNC_PASSWORD_ENV, valueFrom: { secretKeyRef: { name: options.configSecretName, key: SECRET_KEY.rsyncPassword } } }],
     securityContext: containerSecurity(options.runAsRoot ? ["DAC_OVERRIDE"] : undefined),
     resources: options.rsyncResources ?? DEFAULT_RSYNC_RESOURCES,
-    volumeMounts: [
-      { name: "source", mountPath: paths.sourceMountPath, readOnly: true },
-      doneMount,
-      scratchMount,
-    ] satisfies V1VolumeMount[],
+    volumeMounts: [{ name: "source", mountPath: paths.sourceMountPath, readOnly: true }, doneMount, scratchMount] satisfies V1VolumeMount[],
     // A failed attempt's last log lines (the rsync error) become its termination message.
     terminationMessagePolicy: "FallbackToLogsOnError",
   };

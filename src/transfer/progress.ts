@@ -83,14 +83,30 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
       const [, label, value] = stat;
       const n = parseSize(value ?? "", base);
       switch (label) {
-        case "Number of files": result.totalFiles = n; break;
-        case "Number of created files": result.createdFiles = n; break;
-        case "Number of deleted files": result.deletedFiles = n; break;
-        case "Number of regular files transferred": result.filesTransferred = n; break;
-        case "Total file size": result.totalFileSize = n; break;
-        case "Literal data": result.literalBytes = n; break;
-        case "Matched data": result.matchedBytes = n; break;
-        case "Total bytes sent": result.bytesTransferred = n; break;
+        case "Number of files":
+          result.totalFiles = n;
+          break;
+        case "Number of created files":
+          result.createdFiles = n;
+          break;
+        case "Number of deleted files":
+          result.deletedFiles = n;
+          break;
+        case "Number of regular files transferred":
+          result.filesTransferred = n;
+          break;
+        case "Total file size":
+          result.totalFileSize = n;
+          break;
+        case "Literal data":
+          result.literalBytes = n;
+          break;
+        case "Matched data":
+          result.matchedBytes = n;
+          break;
+        case "Total bytes sent":
+          result.bytesTransferred = n;
+          break;
       }
       continue;
     }

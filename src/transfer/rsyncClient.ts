@@ -3,7 +3,7 @@
  * the wrapper script the client pod runs. The password never appears here: rsync reads it from the
  * RSYNC_PASSWORD environment variable, which the pod fills from a Secret.
  */
-import { absolutePath, configValue, hostName, hostPort, shellQuote, tcpPort, TransferConfigError } from "./configText";
+import { absolutePath, configValue, hostName, hostPort, shellQuote, TransferConfigError, tcpPort } from "./configText";
 
 /** rsync reads the daemon password from this variable when no --password-file is given. */
 export const RSYNC_PASSWORD_ENV = "RSYNC_PASSWORD";
@@ -55,9 +55,25 @@ export interface RsyncClientOptions {
 // Options that would bypass the tunnel, read secrets from elsewhere, act on the daemon's side, or
 // delete source data. Extras come from configuration, so they are checked rather than trusted.
 const FORBIDDEN_EXTRAS = new Set([
-  "--rsh", "--rsync-path", "--password-file", "--daemon", "--config", "--dparam", "--remote-option",
-  "--remove-source-files", "--write-batch", "--only-write-batch", "--read-batch", "--port", "--address",
-  "--files-from", "--exclude-from", "--include-from", "--filter", "--server", "--sender",
+  "--rsh",
+  "--rsync-path",
+  "--password-file",
+  "--daemon",
+  "--config",
+  "--dparam",
+  "--remote-option",
+  "--remove-source-files",
+  "--write-batch",
+  "--only-write-batch",
+  "--read-batch",
+  "--port",
+  "--address",
+  "--files-from",
+  "--exclude-from",
+  "--include-from",
+  "--filter",
+  "--server",
+  "--sender",
 ]);
 
 export function rsyncClientArgs(options: RsyncClientOptions): string[] {
@@ -67,13 +83,20 @@ export function rsyncClientArgs(options: RsyncClientOptions): string[] {
   const host = hostName("host", options.host ?? "127.0.0.1");
   const port = tcpPort("port", options.port);
   const bwlimit = options.bwlimitKiB;
-  if (bwlimit !== undefined && !(Number.isInteger(bwlimit) && bwlimit > 0)) throw new TransferConfigError("bwlimitKiB", `must be a positive integer, got ${bwlimit}`);
+  if (bwlimit !== undefined && !(Number.isInteger(bwlimit) && bwlimit > 0))
+    throw new TransferConfigError("bwlimitKiB", `must be a positive integer, got ${bwlimit}`);
   const timeout = options.timeoutSeconds;
-  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) throw new TransferConfigError("timeoutSeconds", `must be a positive integer, got ${timeout}`);
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
+    throw new TransferConfigError("timeoutSeconds", `must be a positive integer, got ${timeout}`);
   const extras = (options.extras ?? []).map((extra, i) => checkExtra(i, extra));
 
   return [
-    "--recursive", "--links", "--perms", "--devices", "--specials", "--times",
+    "--recursive",
+    "--links",
+    "--perms",
+    "--devices",
+    "--specials",
+    "--times",
     ...(options.preserveOwnership ? ["--owner", "--group"] : []),
     ...((options.hardLinks ?? true) ? ["--hard-links"] : []),
     ...((options.delete ?? true) ? ["--delete"] : []),
@@ -158,7 +181,7 @@ export function clientScript(options: RsyncClientScriptOptions): string {
     "set -u",
     `done_file=${shellQuote(doneFile)}`,
     `error_file=${shellQuote(errorFile)}`,
-    'trap \'touch "$done_file"\' EXIT',
+    "trap 'touch \"$done_file\"' EXIT",
     // Untrapped, a signal would kill bash without running the EXIT trap.
     "trap 'exit 143' TERM",
     "trap 'exit 130' INT",
@@ -172,7 +195,7 @@ export function clientScript(options: RsyncClientScriptOptions): string {
     "done",
     `${command} 2>"$error_file" &`,
     "rsync_pid=$!",
-    'trap \'kill -TERM "$rsync_pid" 2>/dev/null\' TERM INT',
+    "trap 'kill -TERM \"$rsync_pid\" 2>/dev/null' TERM INT",
     'wait "$rsync_pid"',
     "rc=$?",
     // A trapped signal interrupts `wait` with 128+n; wait again for rsync's own exit code.

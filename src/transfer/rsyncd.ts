@@ -4,7 +4,7 @@
  * destination PVC is one module, writable by one authenticated user.
  */
 import { createHash } from "node:crypto";
-import { absolutePath, configValue, hostName, renderSettings, tcpPort, TransferConfigError } from "./configText";
+import { absolutePath, configValue, hostName, renderSettings, TransferConfigError, tcpPort } from "./configText";
 
 export const RSYNC_DAEMON_DEFAULT_PORT = 8873;
 
@@ -78,7 +78,8 @@ export function rsyncdConfig(options: RsyncdOptions): string {
 
   const names = new Set<string>();
   const modules = options.modules.map((module, i) => {
-    if (!/^[A-Za-z0-9._-]+$/.test(module.name)) throw new TransferConfigError(`modules[${i}].name`, `"${module.name}" must be letters, digits, '.', '_' or '-'`);
+    if (!/^[A-Za-z0-9._-]+$/.test(module.name))
+      throw new TransferConfigError(`modules[${i}].name`, `"${module.name}" must be letters, digits, '.', '_' or '-'`);
     if (names.has(module.name)) throw new TransferConfigError(`modules[${i}].name`, `"${module.name}" is used twice`);
     names.add(module.name);
     // "/./" in a module path means "chroot here, serve below": never what a PVC mount means.
@@ -112,7 +113,12 @@ export function rsyncdConfig(options: RsyncdOptions): string {
       ["strict modes", "yes"],
       ["read only", (options.readOnly ?? false) ? "yes" : "no"],
       ["list", "no"],
-      ...(options.runAsRoot ? ([["uid", "0"], ["gid", "0"]] as const) : []),
+      ...(options.runAsRoot
+        ? ([
+            ["uid", "0"],
+            ["gid", "0"],
+          ] as const)
+        : []),
       ["use chroot", useChroot ? "yes" : "no"],
       // Store symlinks as they are instead of prefixing them with /rsyncd-munged/.
       ["munge symlinks", "no"],

@@ -4,11 +4,11 @@
  * server Secret has no client key and the client Secret has no server key.
  */
 import type { TransferPki } from "./certificates";
-import { rsyncSecretsFile } from "./credentials";
 import { TransferConfigError } from "./configText";
-import { configFile, moduleMountPath, scratchSecretsFile, SECRET_KEY, transferPaths, type TransferPaths } from "./paths";
-import { moduleNameFor, RSYNC_DAEMON_DEFAULT_PORT, rsyncdConfig, type RsyncdOptions } from "./rsyncd";
-import { stunnelClientConfig, stunnelServerConfig, type StunnelLogLevel } from "./stunnel";
+import { rsyncSecretsFile } from "./credentials";
+import { configFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
+import { moduleNameFor, RSYNC_DAEMON_DEFAULT_PORT, type RsyncdOptions, rsyncdConfig } from "./rsyncd";
+import { type StunnelLogLevel, stunnelClientConfig, stunnelServerConfig } from "./stunnel";
 
 export const STUNNEL_DEFAULT_PORT = 6443;
 /** The stunnel client sidecar's loopback listener that rsync connects to. */

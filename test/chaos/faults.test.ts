@@ -3,8 +3,8 @@
  * same bodies, the same faults. Invariants only, never timings.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeReport, runScenario, scenarioNamed, type ScenarioReport, type TargetReport } from "./harness";
-import { chaosSuite, type ChaosSuite } from "./environment";
+import { type ChaosSuite, chaosSuite } from "./environment";
+import { describeReport, runScenario, type ScenarioReport, scenarioNamed, type TargetReport } from "./harness";
 
 let suite: ChaosSuite;
 
@@ -16,7 +16,10 @@ afterAll(async () => {
   await suite?.stop();
 });
 
-async function run(name: string, options: { dvms?: number; pvcs?: number; leaseMs?: number } = {}): Promise<{ report: ScenarioReport; ours: TargetReport; baseline: TargetReport }> {
+async function run(
+  name: string,
+  options: { dvms?: number; pvcs?: number; leaseMs?: number } = {},
+): Promise<{ report: ScenarioReport; ours: TargetReport; baseline: TargetReport }> {
   const report = await runScenario({
     env: suite.env,
     observatory: suite.observatory,

@@ -4,9 +4,9 @@
  * and every fault at once. The destination stays the shared one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeReport, runScenario, scenarioNamed, type TargetReport } from "./harness";
-import { chaosSuite, HAVE_CONTROL_PLANE_BINARIES, type ChaosSuite } from "./environment";
 import { missing } from "../support/requirements";
+import { type ChaosSuite, chaosSuite, HAVE_CONTROL_PLANE_BINARIES } from "./environment";
+import { describeReport, runScenario, scenarioNamed, type TargetReport } from "./harness";
 
 let suite: ChaosSuite;
 
@@ -43,31 +43,34 @@ function expectInvariants(ours: TargetReport, allowedRepeats = 0): void {
   expect(ours.createdTwice).toEqual([]);
 }
 
-describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)", HAVE_CONTROL_PLANE_BINARIES, "bash infra/controlplane/build.sh"))("chaos: restarts", () => {
-  it("the host API server restarts mid-migration", async () => {
-    const { report, ours } = await run("apiserver-restart");
-    expect(report.injected.apiserverRestarts).toBe(1);
-    expectInvariants(ours);
-  });
+describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)", HAVE_CONTROL_PLANE_BINARIES, "bash infra/controlplane/build.sh"))(
+  "chaos: restarts",
+  () => {
+    it("the host API server restarts mid-migration", async () => {
+      const { report, ours } = await run("apiserver-restart");
+      expect(report.injected.apiserverRestarts).toBe(1);
+      expectInvariants(ours);
+    });
 
-  it("the relay restarts mid-migration, and its watch resumes into 410 Gone", async () => {
-    const { report, ours } = await run("relay-restart-410");
-    expect(report.injected.relayRestarts).toBe(1);
-    expect(report.injected.relayGaps).toBe(1);
-    expect(report.injected.relayRelists, "the relays listed again after 410 Gone").toBeGreaterThan(0);
-    expectInvariants(ours);
-  });
+    it("the relay restarts mid-migration, and its watch resumes into 410 Gone", async () => {
+      const { report, ours } = await run("relay-restart-410");
+      expect(report.injected.relayRestarts).toBe(1);
+      expect(report.injected.relayGaps).toBe(1);
+      expect(report.injected.relayRelists, "the relays listed again after 410 Gone").toBeGreaterThan(0);
+      expectInvariants(ours);
+    });
 
-  // Ours only: under every fault at once the baseline livelocks on 409s until the bound (see BENCHMARKS.md).
-  it("every fault at once: repeats only where a crash interrupted a phase", async () => {
-    const { report, ours } = await run("all", { targets: ["ours"], dvms: 2, pvcs: 1 });
-    expect(ours.repeats.crashed).toBeGreaterThan(0);
-    expect(ours.delivery.staleReads + ours.delivery.duplicates).toBeGreaterThan(0);
-    expect(report.injected.apiserverRestarts).toBeGreaterThan(0);
-    expect(report.injected.relayRestarts).toBe(1);
-    expect(ours.dynamo!.throttled + ours.dynamo!.serverErrors).toBeGreaterThan(0);
-    expect(ours.dynamo!.lostReplies).toBeGreaterThan(0);
-    expect(report.injected.conflictPatches).toBeGreaterThan(0);
-    expectInvariants(ours, ours.repeats.crashed + ours.timeouts);
-  });
-});
+    // Ours only: under every fault at once the baseline livelocks on 409s until the bound (see BENCHMARKS.md).
+    it("every fault at once: repeats only where a crash interrupted a phase", async () => {
+      const { report, ours } = await run("all", { targets: ["ours"], dvms: 2, pvcs: 1 });
+      expect(ours.repeats.crashed).toBeGreaterThan(0);
+      expect(ours.delivery.staleReads + ours.delivery.duplicates).toBeGreaterThan(0);
+      expect(report.injected.apiserverRestarts).toBeGreaterThan(0);
+      expect(report.injected.relayRestarts).toBe(1);
+      expect(ours.dynamo!.throttled + ours.dynamo!.serverErrors).toBeGreaterThan(0);
+      expect(ours.dynamo!.lostReplies).toBeGreaterThan(0);
+      expect(report.injected.conflictPatches).toBeGreaterThan(0);
+      expectInvariants(ours, ours.repeats.crashed + ours.timeouts);
+    });
+  },
+);

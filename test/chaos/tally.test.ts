@@ -1,6 +1,6 @@
 /** The instrument: how body entries become repeats, retries and overlaps (pure, no services used). */
 import { describe, expect, it } from "vitest";
-import { summarizeRepeats, type BodyEntry } from "./harness/tally";
+import { type BodyEntry, summarizeRepeats } from "./harness/tally";
 
 const entry = (phase: string, enteredAt: number, exitedAt: number | undefined, outcome: BodyEntry["outcome"], uid = "u1", attempt = 1): BodyEntry => ({
   uid,
@@ -14,7 +14,11 @@ const entry = (phase: string, enteredAt: number, exitedAt: number | undefined, o
 
 describe("summarizeRepeats", () => {
   it("counts nothing for one execution per phase, and waiting polls before the advance", () => {
-    const s = summarizeRepeats([entry("CreateRsyncConfig", 0, 10, "advance"), entry("WaitForRsyncTransferPodsRunning", 20, 30, "wait"), entry("WaitForRsyncTransferPodsRunning", 40, 50, "advance")]);
+    const s = summarizeRepeats([
+      entry("CreateRsyncConfig", 0, 10, "advance"),
+      entry("WaitForRsyncTransferPodsRunning", 20, 30, "wait"),
+      entry("WaitForRsyncTransferPodsRunning", 40, 50, "advance"),
+    ]);
     expect(s).toMatchObject({ executions: 3, repeats: 0, waitRepeats: 0, overlaps: 0, retries: 0 });
   });
 

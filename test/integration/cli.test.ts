@@ -11,12 +11,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
-import { DynamoPhaseLedger, MAX_CLAIM_RECORDS, type LedgerEntry } from "../../src/ledger";
+import { DynamoPhaseLedger, type LedgerEntry, MAX_CLAIM_RECORDS } from "../../src/ledger";
 import { buildTimingReport, checkWellFormedXml, countElementsWithClass, type TimingReport } from "../../src/report";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
-import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
+import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -65,7 +65,13 @@ function startDvm(args: string[], options: { tty?: boolean; env?: NodeJS.Process
 const dvm = (...args: string[]) => startDvm(args).done;
 
 function runner() {
-  return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY });
+  return createPhaseRunner({
+    hostKubeConfig: clusters.source,
+    ledgerTableName: table.tableName,
+    dynamo: table.client,
+    leaseMs: 30_000,
+    policy: TEST_MIGRATION_POLICY,
+  });
 }
 
 /** The fixture's first PVC as --pvc flags. */
@@ -158,7 +164,14 @@ describe("on a completed migration", () => {
     expect(get.stdout).toMatch(/Result:\s+Succeeded/);
     expect(get.stdout).toContain("Volumes:     3/3 succeeded");
     const json = await dvm("get", name, "-n", fixture.dvmNamespace, "-o", "json");
-    expect(JSON.parse(json.stdout)).toMatchObject({ name, phase: "Completed", step: total, totalSteps: total, result: "Succeeded", itinerary: "VolumeMigration" });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      name,
+      phase: "Completed",
+      step: total,
+      totalSteps: total,
+      result: "Succeeded",
+      itinerary: "VolumeMigration",
+    });
     const list = await dvm("list", "-n", fixture.dvmNamespace);
     expect(list.code).toBe(0);
     const line = list.stdout.split("\n").find((l) => l.startsWith(`${name} `));
@@ -225,7 +238,10 @@ describe("claim records on DynamoDB Local (what dvm report draws)", () => {
     await l.complete(await claimed(l, waitKey), { result: "advanced", nextPhase: "DeleteRsyncResources" });
     const [waited] = await l.history(waitKey.uid);
     expect(waited).toMatchObject({ attempts: 31, waits: 30 });
-    expect(waited!.claims!.map((c) => [c.attempt, c.end])).toEqual([[1, "waited"], [31, "completed"]]);
+    expect(waited!.claims!.map((c) => [c.attempt, c.end])).toEqual([
+      [1, "waited"],
+      [31, "completed"],
+    ]);
 
     const failKey = { uid: randomUUID(), phase: "CreateRsyncConfig" as const, generation: 1 };
     for (let attempt = 0; attempt < MAX_CLAIM_RECORDS + 5; attempt++) await l.fail(await claimed(l, failKey), "throttled");
@@ -250,7 +266,9 @@ describe("clear errors", () => {
   it("names an unknown DVM and its namespace", async () => {
     const result = await dvm("get", "no-such-dvm", "-n", fixture.dvmNamespace);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`error: DirectVolumeMigration "no-such-dvm" not found in namespace "${fixture.dvmNamespace}": check the name, or pass -n/--namespace (dvm list -n NAMESPACE shows what is there)\n`);
+    expect(result.stderr).toBe(
+      `error: DirectVolumeMigration "no-such-dvm" not found in namespace "${fixture.dvmNamespace}": check the name, or pass -n/--namespace (dvm list -n NAMESPACE shows what is there)\n`,
+    );
     const report = await dvm("report", "no-such-dvm", "-n", fixture.dvmNamespace);
     expect(report.stderr).toMatch(/^error: DirectVolumeMigration "no-such-dvm" not found/);
   });
@@ -259,10 +277,14 @@ describe("clear errors", () => {
     const uid = "00000000-0000-0000-0000-000000000000";
     const missing = await dvm("ledger", "--uid", uid, "--table", "no-such-table");
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe(`error: ledger table "no-such-table" not found at ${dynamoEndpoint()!.endpoint}: check --table (LEDGER_TABLE_NAME) and --dynamodb-endpoint\n`);
+    expect(missing.stderr).toBe(
+      `error: ledger table "no-such-table" not found at ${dynamoEndpoint()!.endpoint}: check --table (LEDGER_TABLE_NAME) and --dynamodb-endpoint\n`,
+    );
     const unreachable = await dvm("report", "--uid", uid, "--dynamodb-endpoint", "http://127.0.0.1:9");
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toMatch(new RegExp(`^error: cannot reach DynamoDB at http://127\\.0\\.0\\.1:9 for table "${table.tableName}" \\(.*ECONNREFUSED.*\\)`));
+    expect(unreachable.stderr).toMatch(
+      new RegExp(`^error: cannot reach DynamoDB at http://127\\.0\\.0\\.1:9 for table "${table.tableName}" \\(.*ECONNREFUSED.*\\)`),
+    );
     noStackTrace(unreachable.stderr);
   });
 
@@ -275,7 +297,9 @@ describe("clear errors", () => {
     );
     const result = await dvm("--kubeconfig", kubeconfig, "list");
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: cannot reach the Kubernetes API server at https:\/\/127\.0\.0\.1:9 \(connect ECONNREFUSED 127\.0\.0\.1:9\): check --kubeconfig\/--context or KUBECONFIG\n$/);
+    expect(result.stderr).toMatch(
+      /^error: cannot reach the Kubernetes API server at https:\/\/127\.0\.0\.1:9 \(connect ECONNREFUSED 127\.0\.0\.1:9\): check --kubeconfig\/--context or KUBECONFIG\n$/,
+    );
   });
 });
 
@@ -302,10 +326,10 @@ describe("dvm migrate + dvm watch on a running migration", () => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split("\n");
-    expect(lines.every((line) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  /.test(line))).toBe(true);
+    expect(lines.every((line) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ {2}/.test(line))).toBe(true);
     // No line repeats: only changes are printed.
     expect(new Set(lines.map((l) => l.slice(22))).size).toBe(lines.length);
-    const steps = lines.filter((l) => / Step \d+\/\d+  /.test(l));
+    const steps = lines.filter((l) => / Step \d+\/\d+ {2}/.test(l));
     expect(steps.length).toBeGreaterThanOrEqual(3);
     expect(steps[steps.length - 1]).toContain(`Step ${ITINERARIES.VolumeMigration.length}/${ITINERARIES.VolumeMigration.length}  Completed`);
     expect(result.stdout).toMatch(new RegExp(`${fixture.namespaces.shop}/db  succeeded  attempt 1  100%`));
@@ -313,14 +337,19 @@ describe("dvm migrate + dvm watch on a running migration", () => {
 
     const again = await dvm("migrate", name, "-n", fixture.dvmNamespace, ...pvcFlags());
     expect(again.code).toBe(1);
-    expect(again.stderr).toBe(`error: DirectVolumeMigration "${name}" already exists in namespace "${fixture.dvmNamespace}": pick another name, or follow it with dvm watch ${name} -n ${fixture.dvmNamespace}\n`);
+    expect(again.stderr).toBe(
+      `error: DirectVolumeMigration "${name}" already exists in namespace "${fixture.dvmNamespace}": pick another name, or follow it with dvm watch ${name} -n ${fixture.dvmNamespace}\n`,
+    );
   });
 
   it("draws progress bars on a terminal, and exits 0 on success", async () => {
     // This one comes from a file holding a whole DVM, namespace included.
     const file = join(mkdtempSync(join(tmpdir(), "dvm-migrate-")), "dvm.yaml");
     const pvc = { ...(fixture.spec.persistentVolumeClaims as object[])[0], verify: true };
-    writeFileSync(file, `# a DVM for dvm migrate -f\n${JSON.stringify({ apiVersion: "migration.openshift.io/v1alpha1", kind: "DirectVolumeMigration", metadata: { name: "cli-watch-tty", namespace: fixture.dvmNamespace }, spec: { ...fixture.spec, persistentVolumeClaims: [pvc] } }, null, 2)}\n`);
+    writeFileSync(
+      file,
+      `# a DVM for dvm migrate -f\n${JSON.stringify({ apiVersion: "migration.openshift.io/v1alpha1", kind: "DirectVolumeMigration", metadata: { name: "cli-watch-tty", namespace: fixture.dvmNamespace }, spec: { ...fixture.spec, persistentVolumeClaims: [pvc] } }, null, 2)}\n`,
+    );
     const result = await migrateAndWatch("cli-watch-tty", ["-f", file], { tty: true });
     expect(result.code).toBe(0);
     const text = result.stdout;
@@ -333,7 +362,18 @@ describe("dvm migrate + dvm watch on a running migration", () => {
 
   it("exits 2 and prints the errors when the migration fails", async () => {
     const name = "cli-watch-fails";
-    const created = await dvm("migrate", name, "-n", fixture.dvmNamespace, "--pvc", `${fixture.namespaces.shop}/missing=${fixture.namespaces.shopTarget}`, "--storage-class", fixture.storageClass, "--destination-kubeconfig-secret", "destination-kubeconfig");
+    const created = await dvm(
+      "migrate",
+      name,
+      "-n",
+      fixture.dvmNamespace,
+      "--pvc",
+      `${fixture.namespaces.shop}/missing=${fixture.namespaces.shopTarget}`,
+      "--storage-class",
+      fixture.storageClass,
+      "--destination-kubeconfig-secret",
+      "destination-kubeconfig",
+    );
     expect(created.code).toBe(0);
     const dvmObject = await readDvm(clusters.source, fixture.dvmNamespace, name);
     const watching = startDvm(["watch", name, "-n", fixture.dvmNamespace, "--interval", "0.3"]);
@@ -341,7 +381,9 @@ describe("dvm migrate + dvm watch on a running migration", () => {
     const [result] = await Promise.all([watching.done, driveToCompletion(runner(), requestFor(dvmObject))]);
     expect(result.code).toBe(2);
     expect(result.stdout).toMatch(/\[failure itinerary\]/);
-    expect(result.stdout).toMatch(/Completed: the migration FAILED:\n.*  spec\.persistentVolumeClaims\[0\]\.name: PersistentVolumeClaim .*\/missing not found/);
+    expect(result.stdout).toMatch(
+      /Completed: the migration FAILED:\n.* {2}spec\.persistentVolumeClaims\[0\]\.name: PersistentVolumeClaim .*\/missing not found/,
+    );
     const get = await dvm("get", name, "-n", fixture.dvmNamespace);
     expect(get.stdout).toMatch(/Result:\s+Failed/);
     const report = await dvm("report", name, "-n", fixture.dvmNamespace, "--json");
@@ -366,7 +408,8 @@ describe("dvm cancel", () => {
     const uid = created.metadata.uid;
     const selector = `dvm.migration.openshift.io/uid=${uid},dvm.migration.openshift.io/transfer=true`;
     const { CoreV1Api } = await import("@kubernetes/client-node");
-    const podsOn = async (kc: typeof clusters.source) => (await kc.makeApiClient(CoreV1Api).listPodForAllNamespaces({ labelSelector: selector })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    const podsOn = async (kc: typeof clusters.source) =>
+      (await kc.makeApiClient(CoreV1Api).listPodForAllNamespaces({ labelSelector: selector })).items.filter((p) => !p.metadata?.deletionTimestamp);
     expect((await podsOn(clusters.source)).length).toBeGreaterThan(0);
 
     const cancelled = await dvm("cancel", name, "-n", fixture.dvmNamespace, "--timeout", "120");
@@ -381,7 +424,9 @@ describe("dvm cancel", () => {
       expect(secrets.items).toEqual([]);
     }
     // The data already moved stays: destination PVCs are not transfer objects.
-    const pvc = await clusters.destination.makeApiClient(CoreV1Api).readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
+    const pvc = await clusters.destination
+      .makeApiClient(CoreV1Api)
+      .readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
     expect(pvc.metadata?.labels?.["dvm.migration.openshift.io/uid"]).toBeDefined();
     // A later invocation for the cancelled DVM does nothing.
     expect(await r.run(requestFor(created))).toEqual({ kind: "gone" });

@@ -8,16 +8,16 @@ import { join } from "node:path";
 import {
   CoreV1Api,
   CustomObjectsApi,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
-  Watch,
-  type KubeConfig,
   type V1CustomResourceDefinition,
   type V1Pod,
+  Watch,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, parseDvmSpec } from "../../src/dvm/types";
-import { DEFAULT_CRD_DIR, defaultBinDir, startControlPlane, type ControlPlane } from "../../src/local/controlPlane";
+import { type ControlPlane, DEFAULT_CRD_DIR, defaultBinDir, startControlPlane } from "../../src/local/controlPlane";
 import { readCrds } from "../../src/local/crds";
 import { testClusters } from "../support/clusters";
 import { inCi } from "../support/requirements";
@@ -39,9 +39,7 @@ function dvmBody(name: string, pvc: Record<string, unknown> = {}, namespace = ns
     kind: DVM_KIND,
     metadata: { name, namespace },
     spec: {
-      persistentVolumeClaims: [
-        { name: "data", namespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"], ...pvc },
-      ],
+      persistentVolumeClaims: [{ name: "data", namespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"], ...pvc }],
     },
   };
 }
@@ -133,7 +131,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Without a controller-manager the namespace stays Terminating; on a real cluster it goes away.
-  await source.makeApiClient(CoreV1Api).deleteNamespace({ name: ns }).catch(() => undefined);
+  await source
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name: ns })
+    .catch(() => undefined);
 });
 
 describe("optimistic concurrency and generation (DVM CRD)", () => {
@@ -146,11 +147,11 @@ describe("optimistic concurrency and generation (DVM CRD)", () => {
       mergePatch,
     );
     const refused = await api
-      .patchNamespacedCustomObjectStatus(
-        { ...dvmRef("stale-rv"), body: { metadata: { resourceVersion: staleRv }, status: { phase: "Prepare" } } },
-        mergePatch,
-      )
-      .then(() => undefined, (err: unknown) => err);
+      .patchNamespacedCustomObjectStatus({ ...dvmRef("stale-rv"), body: { metadata: { resourceVersion: staleRv }, status: { phase: "Prepare" } } }, mergePatch)
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     expect(refused).toMatchObject({ code: 409 });
     const now = (await api.getNamespacedCustomObject(dvmRef("stale-rv"))) as Dvm;
     expect(now.status?.phase).toBe("Started");
@@ -223,7 +224,10 @@ describe("watches", () => {
     expect(bookmarks.length).toBeGreaterThan(0);
     expect(unrelatedRv).toBeGreaterThan(0);
     expect(Number(bookmarks.at(-1)!.object.metadata?.resourceVersion)).toBeGreaterThanOrEqual(unrelatedRv);
-    await source.makeApiClient(CoreV1Api).deleteNamespace({ name: elsewhere }).catch(() => undefined);
+    await source
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: elsewhere })
+      .catch(() => undefined);
   });
 
   it("answers 410 Gone for a resourceVersion that is too old", async () => {
@@ -251,7 +255,10 @@ describe("watches", () => {
       await plane.restartApiServer();
       const listed = await dvmApi(kc)
         .listNamespacedCustomObject({ ...dvmRef("", "default"), resourceVersion: old.metadata.resourceVersion, resourceVersionMatch: "Exact" })
-        .then(() => undefined, (err: unknown) => err);
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
       expect(listed).toMatchObject({ code: 410 });
 
       const events = await watchEvents(kc, dvmPath("default"), { resourceVersion: old.metadata.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 5 });
@@ -306,7 +313,10 @@ describe("pods on the kwok node", () => {
     while (!gone && Date.now() < deadline) {
       gone = await core()
         .readNamespacedPod({ name: "server", namespace: ns })
-        .then(() => false, (err: unknown) => (err as { code?: number }).code === 404);
+        .then(
+          () => false,
+          (err: unknown) => (err as { code?: number }).code === 404,
+        );
       if (!gone) await new Promise((r) => setTimeout(r, 200));
     }
     expect(gone).toBe(true);
@@ -334,7 +344,10 @@ describe("DVM validation by the API server", () => {
     delete body.spec.persistentVolumeClaims[0]!.targetStorageClass;
     const err = await dvmApi(source)
       .createNamespacedCustomObject({ ...ref, body })
-      .then(() => undefined, (e: unknown) => e as { code: number; body: string });
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code: number; body: string },
+      );
     expect(err?.code).toBe(422);
     expect(String(err?.body)).toContain("spec.persistentVolumeClaims[0].targetStorageClass: Required value");
   });
@@ -345,7 +358,10 @@ describe("DVM validation by the API server", () => {
     body.spec.backOffLimit = -1;
     const err = await dvmApi(source)
       .createNamespacedCustomObject({ ...ref, body })
-      .then(() => undefined, (e: unknown) => e as { code: number; body: string });
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code: number; body: string },
+      );
     expect(err?.code).toBe(422);
     expect(String(err?.body)).toContain("spec.persistentVolumeClaims[0].targetAccessModes[0]");
     expect(String(err?.body)).toContain("spec.backOffLimit");
@@ -371,7 +387,10 @@ describe("two control planes", () => {
     const onDestination = await destination
       .makeApiClient(CoreV1Api)
       .readNamespace({ name: ns })
-      .then(() => true, (err: unknown) => ((err as { code?: number }).code === 404 ? false : Promise.reject(err)));
+      .then(
+        () => true,
+        (err: unknown) => ((err as { code?: number }).code === 404 ? false : Promise.reject(err)),
+      );
     if (sameServer) {
       // Allowed for existing clusters only (a migration between namespaces of one cluster).
       expect(info.local).toBe(false);
@@ -395,12 +414,18 @@ describe("two control planes", () => {
       expect(planes).toHaveLength(2);
       const [a, b] = planes as [ControlPlane, ControlPlane];
       expect(a.server).not.toBe(b.server);
-      await a.kubeConfig().makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: "only-on-a" } } });
+      await a
+        .kubeConfig()
+        .makeApiClient(CoreV1Api)
+        .createNamespace({ body: { metadata: { name: "only-on-a" } } });
       const onB = await b
         .kubeConfig()
         .makeApiClient(CoreV1Api)
         .readNamespace({ name: "only-on-a" })
-        .then(() => true, () => false);
+        .then(
+          () => true,
+          () => false,
+        );
       expect(onB).toBe(false);
       for (const p of planes) {
         const nodes = await p.kubeConfig().makeApiClient(CoreV1Api).listNode();

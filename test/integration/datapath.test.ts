@@ -5,24 +5,44 @@
  * pod, on loopback, between temporary directories standing in for the PVCs. No mocks.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync, linkSync, unlinkSync, utimesSync, writeFileSync, writeSync, lutimesSync, readdirSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  lutimesSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateTransferPki, type TransferPki } from "../../src/transfer/certificates";
 import { generateRsyncPassword } from "../../src/transfer/credentials";
-import { parseRsyncProgress } from "../../src/transfer/progress";
 import { SECRET_KEY } from "../../src/transfer/paths";
+import { parseRsyncProgress } from "../../src/transfer/progress";
 import {
   assertDataPathPrograms,
   hasIpv6Loopback,
+  type LocalClientOptions,
   LocalProcesses,
+  type LocalServerPod,
   runLocalClientPod,
   snapshotTree,
   startLocalServerPod,
-  type LocalClientOptions,
-  type LocalServerPod,
   type TreeEntry,
 } from "../support/datapath";
 
@@ -49,7 +69,15 @@ beforeAll(async () => {
   processes = new LocalProcesses(join(root, "logs"));
   pki = await generateTransferPki({ commonName: "dvm-it", serverDnsNames: [SERVER_NAME] });
   password = generateRsyncPassword();
-  server = await startLocalServerPod(processes, { root: join(root, "server"), namespace: NAMESPACE, pvcs: Object.values(PVC), runAsRoot: true, user: USER, password, pki });
+  server = await startLocalServerPod(processes, {
+    root: join(root, "server"),
+    namespace: NAMESPACE,
+    pvcs: Object.values(PVC),
+    runAsRoot: true,
+    user: USER,
+    password,
+    pki,
+  });
 });
 
 afterAll(async () => {
@@ -279,7 +307,9 @@ describe("what the tunnel and the daemon refuse", () => {
   it("a client certificate from another CA (the server verifies its peer)", async () => {
     const other = await generateTransferPki({ commonName: "intruder", serverDnsNames: [SERVER_NAME] });
     const before = server.stunnel.output().length;
-    const run = await runClient(source, PVC.refused, { tamper: (data) => ({ ...data, [SECRET_KEY.cert]: other.clientCertPem, [SECRET_KEY.key]: other.clientKeyPem }) });
+    const run = await runClient(source, PVC.refused, {
+      tamper: (data) => ({ ...data, [SECRET_KEY.cert]: other.clientCertPem, [SECRET_KEY.key]: other.clientKeyPem }),
+    });
     expect(run.rsyncExit.code).not.toBe(0);
     expect(server.stunnel.output().slice(before)).toMatch(/Rejected by CERT at depth=0: CN=intruder rsync client|certificate verify failed/);
     nothingArrived();
@@ -287,7 +317,9 @@ describe("what the tunnel and the daemon refuse", () => {
 
   it("the server's own certificate used as a client certificate (extended key usage is enforced)", async () => {
     const before = server.stunnel.output().length;
-    const run = await runClient(source, PVC.refused, { tamper: (data) => ({ ...data, [SECRET_KEY.cert]: pki.serverCertPem, [SECRET_KEY.key]: pki.serverKeyPem }) });
+    const run = await runClient(source, PVC.refused, {
+      tamper: (data) => ({ ...data, [SECRET_KEY.cert]: pki.serverCertPem, [SECRET_KEY.key]: pki.serverKeyPem }),
+    });
     expect(run.rsyncExit.code).not.toBe(0);
     expect(server.stunnel.output().slice(before)).toMatch(/unsuitable certificate purpose|certificate verify failed/);
     nothingArrived();
@@ -301,7 +333,11 @@ describe("what the tunnel and the daemon refuse", () => {
   });
 
   it("plain rsync to the TLS port", () => {
-    const result = spawnSync("rsync", ["--contimeout=5", "--timeout=5", "-r", `${source}/`, `rsync://${USER}@127.0.0.1:${server.stunnelPort}/x/`], { env: { ...process.env, RSYNC_PASSWORD: password }, encoding: "utf8", timeout: 20_000 });
+    const result = spawnSync("rsync", ["--contimeout=5", "--timeout=5", "-r", `${source}/`, `rsync://${USER}@127.0.0.1:${server.stunnelPort}/x/`], {
+      env: { ...process.env, RSYNC_PASSWORD: password },
+      encoding: "utf8",
+      timeout: 20_000,
+    });
     expect(result.status).not.toBe(0);
     nothingArrived();
   });
@@ -313,7 +349,24 @@ describe("what the tunnel and the daemon refuse", () => {
     writeFileSync(join(dir, "client.crt"), pki.clientCertPem);
     writeFileSync(join(dir, "client.key"), pki.clientKeyPem, { mode: 0o600 });
     const sClient = (...args: string[]) =>
-      spawnSync("openssl", ["s_client", "-connect", `127.0.0.1:${server.stunnelPort}`, "-servername", SERVER_NAME, "-verify_hostname", SERVER_NAME, "-CAfile", join(dir, "ca.crt"), "-verify_return_error", "-brief", ...args], { input: "", encoding: "utf8", timeout: 20_000 });
+      spawnSync(
+        "openssl",
+        [
+          "s_client",
+          "-connect",
+          `127.0.0.1:${server.stunnelPort}`,
+          "-servername",
+          SERVER_NAME,
+          "-verify_hostname",
+          SERVER_NAME,
+          "-CAfile",
+          join(dir, "ca.crt"),
+          "-verify_return_error",
+          "-brief",
+          ...args,
+        ],
+        { input: "", encoding: "utf8", timeout: 20_000 },
+      );
     const tls13 = sClient("-tls1_3", "-cert", join(dir, "client.crt"), "-key", join(dir, "client.key"));
     expect(tls13.stderr).toContain("Protocol version: TLSv1.3");
     expect(tls13.stderr).toContain("Verification: OK");
@@ -347,7 +400,15 @@ describe("non-root server and client (no uid/gid switch, no chroot), over IPv6 l
       endpointHost = "127.0.0.1";
     }
     nonRoot = await startLocalServerPod(processes, {
-      root: join(root, "server-nonroot"), namespace: NAMESPACE, pvcs: [volume], runAsRoot: false, user: USER, password, pki, uid: UID, gid: UID,
+      root: join(root, "server-nonroot"),
+      namespace: NAMESPACE,
+      pvcs: [volume],
+      runAsRoot: false,
+      user: USER,
+      password,
+      pki,
+      uid: UID,
+      gid: UID,
       stunnelAcceptHost: endpointHost === "::1" ? "::" : "127.0.0.1",
     });
   });

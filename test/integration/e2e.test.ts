@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
-import { DynamoPhaseLedger, createLedgerClient } from "../../src/ledger";
+import { createLedgerClient, DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
 import { silentLogger } from "../../src/log";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
-import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
+import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
 
 const clusters = testClusters();
 const run = `e2e${Date.now().toString(36)}`;

@@ -12,17 +12,17 @@
  */
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import { createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
+import { createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { HTTP } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { phaseEventsFromEnv, type PhaseEvents, type PublishingMetrics } from "../../src/aws/eventPublisherFromEnv";
+import { type PhaseEvents, type PublishingMetrics, phaseEventsFromEnv } from "../../src/aws/eventPublisherFromEnv";
 import { createPhaseRunnerWithEvents } from "../../src/aws/runnerFromEnv";
-import { ITINERARIES, type ExecutablePhaseName } from "../../src/dvm/itinerary";
-import { MIGRATION_SUCCEEDED, MigrationFinishedDataSchema, PHASE_COMPLETED, PhaseCompletedDataSchema } from "../../src/events/schema";
+import { type ExecutablePhaseName, ITINERARIES } from "../../src/dvm/itinerary";
 import type { FlushResult } from "../../src/events/publisher";
 import type { FlushingRunner } from "../../src/events/runnerEvents";
+import { MIGRATION_SUCCEEDED, MigrationFinishedDataSchema, PHASE_COMPLETED, PhaseCompletedDataSchema } from "../../src/events/schema";
 import { DynamoPhaseLedger } from "../../src/ledger";
 import { findFreePort } from "../../src/local/ports";
 import { silentLogger } from "../../src/log";
@@ -31,8 +31,8 @@ import { transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
-import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
+import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
 import { missing } from "../support/requirements";
 
 const available = inject("clusters") && dynamoEndpoint();
@@ -109,7 +109,10 @@ describe.skipIf(missing("the clusters and DynamoDB test services", available, "r
       flushes.push({ ms: performance.now() - started, result });
       return result;
     };
-    const runner = createPhaseRunnerWithEvents({ hostKubeConfig: clusters!.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY }, events);
+    const runner = createPhaseRunnerWithEvents(
+      { hostKubeConfig: clusters!.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY },
+      events,
+    );
     return { runner, events, metrics, flushes };
   }
 
@@ -145,7 +148,9 @@ describe.skipIf(missing("the clusters and DynamoDB test services", available, "r
     await drive(runner, requestFor(dvm));
     const { uid } = dvm.metadata;
 
-    const events = sink.received.map((r) => HTTP.toEvent({ headers: r.headers, body: r.body }) as ReturnType<typeof HTTP.toEvent> & { type: string; data: Record<string, unknown> });
+    const events = sink.received.map(
+      (r) => HTTP.toEvent({ headers: r.headers, body: r.body }) as ReturnType<typeof HTTP.toEvent> & { type: string; data: Record<string, unknown> },
+    );
     for (const r of sink.received) expect(r.headers["content-type"]).toMatch(/^application\/cloudevents\+json/);
     const completed = events.filter((e) => e.type === PHASE_COMPLETED);
     expect(completed.map((e) => e.data.phase)).toEqual(STEPS);
@@ -182,8 +187,15 @@ describe.skipIf(missing("the clusters and DynamoDB test services", available, "r
 
   it("completes the migration when the sink is down, counting the failures", async () => {
     const port = await findFreePort();
-    const { runner, metrics, flushes, events } = runnerFor({ DVM_EVENTS_SINK: "http", DVM_EVENTS_HTTP_URL: `http://127.0.0.1:${port}/`, DVM_EVENTS_FLUSH_MS: "1500" });
-    const dvm = await createDvm(clusters!.source, fixture.dvmNamespace, "events-down", { ...fixture.spec, persistentVolumeClaims: (fixture.spec.persistentVolumeClaims as object[]).slice(0, 1) });
+    const { runner, metrics, flushes, events } = runnerFor({
+      DVM_EVENTS_SINK: "http",
+      DVM_EVENTS_HTTP_URL: `http://127.0.0.1:${port}/`,
+      DVM_EVENTS_FLUSH_MS: "1500",
+    });
+    const dvm = await createDvm(clusters!.source, fixture.dvmNamespace, "events-down", {
+      ...fixture.spec,
+      persistentVolumeClaims: (fixture.spec.persistentVolumeClaims as object[]).slice(0, 1),
+    });
     const results = await drive(runner, requestFor(dvm));
     expect(results.at(-1)).toEqual({ kind: "finished", phase: "Completed" });
     expect(results.filter((r) => r.kind === "retry")).toEqual([]);
@@ -198,8 +210,16 @@ describe.skipIf(missing("the clusters and DynamoDB test services", available, "r
     const hole = await startBlackhole();
     servers.push({ close: () => (hole.sockets.forEach((s) => s.destroy()), hole.server.close()) });
     const deadlineMs = 200;
-    const { runner, flushes, events } = runnerFor({ DVM_EVENTS_SINK: "http", DVM_EVENTS_HTTP_URL: hole.url, DVM_EVENTS_FLUSH_MS: String(deadlineMs), DVM_EVENTS_QUEUE: "3" });
-    const dvm = await createDvm(clusters!.source, fixture.dvmNamespace, "events-hang", { ...fixture.spec, persistentVolumeClaims: (fixture.spec.persistentVolumeClaims as object[]).slice(0, 1) });
+    const { runner, flushes, events } = runnerFor({
+      DVM_EVENTS_SINK: "http",
+      DVM_EVENTS_HTTP_URL: hole.url,
+      DVM_EVENTS_FLUSH_MS: String(deadlineMs),
+      DVM_EVENTS_QUEUE: "3",
+    });
+    const dvm = await createDvm(clusters!.source, fixture.dvmNamespace, "events-hang", {
+      ...fixture.spec,
+      persistentVolumeClaims: (fixture.spec.persistentVolumeClaims as object[]).slice(0, 1),
+    });
     const results = await drive(runner, requestFor(dvm));
     expect(results.at(-1)).toEqual({ kind: "finished", phase: "Completed" });
     expect(flushes.some((f) => f.result.timedOut)).toBe(true);

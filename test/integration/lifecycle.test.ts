@@ -7,13 +7,13 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DVM_FINALIZER, DVM_GROUP, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
-import { DynamoPhaseLedger, createLedgerClient } from "../../src/ledger";
+import { createLedgerClient, DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
 import { silentLogger } from "../../src/log";
 import { transferSelector } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
-import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
+import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
 
 const clusters = testClusters();
 const run = `lc${Date.now().toString(36)}`;
@@ -33,7 +33,9 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
 /** Transfer objects of this DVM on one cluster, in every namespace (a terminating pod counts as gone). */
 async function transferObjects(kc: KubeConfig, uid: string): Promise<string[]> {
   const core = kc.makeApiClient(CoreV1Api);
-  const labelSelector = Object.entries(transferSelector({ uid })).map(([k, v]) => `${k}=${v}`).join(",");
+  const labelSelector = Object.entries(transferSelector({ uid }))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
   const found: string[] = [];
   for (const [kind, list] of [
     ["Pod", () => core.listPodForAllNamespaces({ labelSelector })],
@@ -98,13 +100,19 @@ describe("a DVM's lifecycle through the API server", () => {
     });
     await until(
       "the DVM to disappear",
-      () => readDvm(clusters.source, fixture.dvmNamespace, "lc-delete").then(() => "present", (error: { code?: number }) => (error.code === 404 ? "gone" : Promise.reject(error))),
+      () =>
+        readDvm(clusters.source, fixture.dvmNamespace, "lc-delete").then(
+          () => "present",
+          (error: { code?: number }) => (error.code === 404 ? "gone" : Promise.reject(error)),
+        ),
       (state) => state === "gone",
     );
     expect(await transferObjects(clusters.source, uid)).toEqual([]);
     expect(await transferObjects(clusters.destination, uid)).toEqual([]);
     // The data already moved stays: destination PVCs are not transfer objects.
-    const pvc = await clusters.destination.makeApiClient(CoreV1Api).readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
+    const pvc = await clusters.destination
+      .makeApiClient(CoreV1Api)
+      .readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
     expect(pvc.metadata?.deletionTimestamp).toBeUndefined();
     // The ledger entries of a DVM that is gone expire; none did while it existed.
     const ledger = new DynamoPhaseLedger({ client: createLedgerClient({ endpoint: controller.dynamoEndpoint }), tableName: controller.ledgerTableName });

@@ -17,7 +17,7 @@
  *    kubeconfig it becomes ready, invokes "Lambda" (a local stand-in answering 202) when a DVM is
  *    created, and exits 0 on SIGTERM.
  */
-import { spawn, spawnSync, execFile, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -28,16 +28,17 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
-  type KubernetesObject,
 } from "@kubernetes/client-node";
-import { parseAllDocuments, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ITINERARIES } from "../../src/dvm/itinerary";
+import { parseAllDocuments, stringify } from "yaml";
 import { findCondition } from "../../src/dvm/conditions";
+import { ITINERARIES } from "../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../src/dvm/types";
+import { KubeCluster } from "../../src/kube/kubeCluster";
 import { findFreePort } from "../../src/local/ports";
 import { jsonLogger } from "../../src/log";
 import { PHASE_BODIES } from "../../src/phases";
@@ -47,9 +48,8 @@ import { InProcessTransport } from "../../src/relay/transport";
 import type { ReconcileRequest, RunResult } from "../../src/runner/request";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
-import { KubeCluster } from "../../src/kube/kubeCluster";
 import { testClusters } from "../support/clusters";
-import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { startLambdaStandIn } from "../support/lambdaStandIn";
 import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
 import { missing, otherEnvironment } from "../support/requirements";
@@ -239,7 +239,10 @@ async function serviceAccountKubeConfig(admin: KubeConfig, serviceAccount: strin
 }
 
 /** Whether `kc`'s user may do `verb` on `resource` (RBAC caches catch up with new bindings quickly). */
-async function allowed(kc: KubeConfig, attributes: { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string }): Promise<boolean> {
+async function allowed(
+  kc: KubeConfig,
+  attributes: { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string },
+): Promise<boolean> {
   const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
     body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { group: "", ...attributes } } },
   });
@@ -300,10 +303,16 @@ afterAll(async () => {
   // this file created in its namespace, so that no relay of a later test file sees it.
   const dvms = { group: DVM_GROUP, version: DVM_VERSION, namespace: testNamespace };
   for (const plural of [DVM_PLURAL, DVMP_PLURAL]) {
-    await clusters.source.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({ ...dvms, plural }).catch(() => undefined);
+    await clusters.source
+      .makeApiClient(CustomObjectsApi)
+      .deleteCollectionNamespacedCustomObject({ ...dvms, plural })
+      .catch(() => undefined);
   }
   for (const kc of [clusters.source, clusters.destination]) {
-    await kc.makeApiClient(CoreV1Api).deleteCollectionNamespacedPod({ namespace: testNamespace, gracePeriodSeconds: 0 }).catch(() => undefined);
+    await kc
+      .makeApiClient(CoreV1Api)
+      .deleteCollectionNamespacedPod({ namespace: testNamespace, gracePeriodSeconds: 0 })
+      .catch(() => undefined);
   }
   await deleteAll(clusters.source, hostRbac);
   await deleteAll(clusters.destination, remoteRbac);
@@ -340,7 +349,13 @@ describe("server-side dry runs", () => {
     }
   });
 
-  it.skipIf(otherEnvironment("the kind deployment path (kubectl on the PATH)", kubectl(), "kubectl kustomize renders the kind overlay; CI does not install kubectl, infra/kind/e2e.sh runs this path"))("the kind overlay (infra/kind/host), rendered by kubectl kustomize, is accepted", async () => {
+  it.skipIf(
+    otherEnvironment(
+      "the kind deployment path (kubectl on the PATH)",
+      kubectl(),
+      "kubectl kustomize renders the kind overlay; CI does not install kubectl, infra/kind/e2e.sh runs this path",
+    ),
+  )("the kind overlay (infra/kind/host), rendered by kubectl kustomize, is accepted", async () => {
     await ensureSystemNamespace(clusters.source);
     const rendered = await promisify(execFile)("kubectl", ["kustomize", KIND_OVERLAY], { encoding: "utf8" });
     const docs = parseYaml(rendered.stdout, "kubectl kustomize infra/kind/host");
@@ -380,7 +395,10 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
     // The trigger creates and reads DVMs, nothing more: no delete, no spec change, no status, no Secrets.
     await expectForbidden(custom(trigger.kc).deleteNamespacedCustomObject({ ...dvm, name: "any" }));
     await expectForbidden(
-      custom(trigger.kc).patchNamespacedCustomObjectStatus({ ...dvm, name: "any", body: { status: {} } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch)),
+      custom(trigger.kc).patchNamespacedCustomObjectStatus(
+        { ...dvm, name: "any", body: { status: {} } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      ),
     );
     await expectForbidden(trigger.kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name: "any", namespace: testNamespace }));
   });
@@ -389,14 +407,19 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
     const api = trigger.kc.makeApiClient(CustomObjectsApi);
     const dvm = { group: DVM_GROUP, version: DVM_VERSION, namespace: testNamespace, plural: DVM_PLURAL };
     const spec = { persistentVolumeClaims: [{ name: "data", namespace: testNamespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
-    const created = (await api.createNamespacedCustomObject({ ...dvm, body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: "from-trigger" }, spec } })) as { metadata: { uid: string } };
+    const created = (await api.createNamespacedCustomObject({
+      ...dvm,
+      body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: "from-trigger" }, spec },
+    })) as { metadata: { uid: string } };
     const read = (await api.getNamespacedCustomObject({ ...dvm, name: "from-trigger" })) as { metadata: { uid: string } };
     expect(read.metadata.uid).toBe(created.metadata.uid);
     // A second create of the same name is the API server's AlreadyExists, not a refusal.
-    const again = await api.createNamespacedCustomObject({ ...dvm, body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: "from-trigger" }, spec } }).then(
-      () => 201,
-      (error: unknown) => statusCode(error),
-    );
+    const again = await api
+      .createNamespacedCustomObject({ ...dvm, body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: "from-trigger" }, spec } })
+      .then(
+        () => 201,
+        (error: unknown) => statusCode(error),
+      );
     expect(again).toBe(409);
   });
 
@@ -405,11 +428,23 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
     // the last one even swallows its errors: ask the authorizer about every rule instead.
     const CLUSTER_SCOPED = new Set(["namespaces", "nodes", "storageclasses"]);
     const identities: Array<[string, KubeConfig, Manifest[]]> = [
-      ["dvm-phase-functions", phaseFunctions.kc, hostRbac.filter((d) => d.kind === "ClusterRole" && /^dvm-(phase-functions-host|transfer)-/.test(d.metadata!.name!))],
+      [
+        "dvm-phase-functions",
+        phaseFunctions.kc,
+        hostRbac.filter((d) => d.kind === "ClusterRole" && /^dvm-(phase-functions-host|transfer)-/.test(d.metadata!.name!)),
+      ],
       // Its ClusterRole, and the Role for its Lease (the one name it may get and update).
       ["dvm-relay", relayIdentity.kc, hostRbac.filter((d) => (d.kind === "ClusterRole" || d.kind === "Role") && d.metadata!.name!.startsWith("dvm-relay-"))],
-      ["dvm-transfer (destination)", transferDestination.kc, remoteRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-transfer-"))],
-      ["dvm-relay-pods (destination)", relayPodsDestination.kc, remoteRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-relay-pods-"))],
+      [
+        "dvm-transfer (destination)",
+        transferDestination.kc,
+        remoteRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-transfer-")),
+      ],
+      [
+        "dvm-relay-pods (destination)",
+        relayPodsDestination.kc,
+        remoteRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-relay-pods-")),
+      ],
       ["dvm-trigger", trigger.kc, hostRbac.filter((d) => d.kind === "ClusterRole" && d.metadata!.name!.startsWith("dvm-trigger-"))],
     ];
     const denied: string[] = [];
@@ -502,9 +537,14 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
       await clusters.destination.makeApiClient(CoreV1Api).createNamespacedPod({
         namespace: testNamespace,
         // A transfer pod's labels: the relay watches those only.
-        body: { metadata: { name: "relay-rbac", labels: { [LABEL.dvmUid]: uid, [LABEL.transfer]: "true" } }, spec: { containers: [{ name: "c", image: "example.invalid/rsync:latest" }] } },
+        body: {
+          metadata: { name: "relay-rbac", labels: { [LABEL.dvmUid]: uid, [LABEL.transfer]: "true" } },
+          spec: { containers: [{ name: "c", image: "example.invalid/rsync:latest" }] },
+        },
       });
-      await poll("a forward for the destination pod", async () => (reasons().some((r) => r.startsWith("pod ") && r.endsWith("@destination")) ? true : undefined));
+      await poll("a forward for the destination pod", async () =>
+        reasons().some((r) => r.startsWith("pod ") && r.endsWith("@destination")) ? true : undefined,
+      );
 
       // No list or watch was refused anywhere. (Other errors are the server's to have: right after a
       // control plane starts, a CRD's watch cache answers 429 "storage is (re)initializing" for a moment.)
@@ -517,8 +557,11 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
   // The whole migration needs kwok (it completes the transfer pods) and the fixture's storage class;
   // both exist only on the control planes this run starts itself.
   describe.skipIf(
-    otherEnvironment("clusters this run started itself", clusters.info.local, "kwok and the fixture's storage class exist only there (.ci/external-endpoints.sh runs against others)") ||
-      missing("DynamoDB (the dynamo test service)", dynamoEndpoint(), "run without DVM_TEST_SERVICES"),
+    otherEnvironment(
+      "clusters this run started itself",
+      clusters.info.local,
+      "kwok and the fixture's storage class exist only there (.ci/external-endpoints.sh runs against others)",
+    ) || missing("DynamoDB (the dynamo test service)", dynamoEndpoint(), "run without DVM_TEST_SERVICES"),
   )("a whole migration", () => {
     let table: FreshTable;
 
@@ -542,7 +585,14 @@ describe("the RBAC in infra/k8s is enough for the code", () => {
       const spec = { ...fixture.spec, destinationCluster: { kubeconfigSecretRef: { name: "destination-restricted" } }, deleteProgressReportingCRs: true };
       const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "restricted", spec);
 
-      const runner = createPhaseRunner({ hostKubeConfig: phaseFunctions.kc, ledgerTableName: table.tableName, dynamo: table.client, bodies: PHASE_BODIES, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY });
+      const runner = createPhaseRunner({
+        hostKubeConfig: phaseFunctions.kc,
+        ledgerTableName: table.tableName,
+        dynamo: table.client,
+        bodies: PHASE_BODIES,
+        leaseMs: 30_000,
+        policy: TEST_MIGRATION_POLICY,
+      });
       // A refused call is retried by the runner forever: stop at the first one, naming it.
       const strict = {
         run: async (request: ReconcileRequest): Promise<RunResult> => {
@@ -613,7 +663,9 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
     });
     child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child!.once("exit", (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child!.once("exit", (code, signal) => resolve({ code, signal })),
+    );
     const alive = () => {
       if (child!.exitCode !== null) throw new Error(`the relay exited with ${child!.exitCode}:\n${output}`);
     };

@@ -3,20 +3,30 @@
  * kwok running the pods and DynamoDB Local holding the ledger. The runner is called the way the relay
  * calls it; nothing here drives phases by hand.
  */
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
-import { EXECUTABLE_PHASES, ITINERARIES, PHASES, type ExecutablePhaseName } from "../../src/dvm/itinerary";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";
+import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
 import { DynamoPhaseLedger } from "../../src/ledger";
 import { PHASE_BODIES } from "../../src/phases";
-import { LABEL, transferNames, transferSelector } from "../../src/phases/names";
+import { LABEL, transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
-import { freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { CreationCounter, createDvm, createMigrationFixture, driveToCompletion, leftovers, readDvm, requestFor, TEST_MIGRATION_POLICY, type MigrationFixture } from "../support/migration";
-import { KubeCluster } from "../../src/kube/kubeCluster";
+import { type FreshTable, freshLedgerTable } from "../support/dynamo";
+import {
+  CreationCounter,
+  createDvm,
+  createMigrationFixture,
+  driveToCompletion,
+  leftovers,
+  type MigrationFixture,
+  readDvm,
+  requestFor,
+  TEST_MIGRATION_POLICY,
+} from "../support/migration";
 
 const clusters = testClusters();
 const run = Date.now().toString(36);
@@ -35,9 +45,15 @@ function countedBodies(): { bodies: Bodies; entered: Map<string, number> } {
 }
 
 function runnerWith(bodies: Bodies) {
-  return createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, bodies, leaseMs: 30_000, policy: TEST_MIGRATION_POLICY });
+  return createPhaseRunner({
+    hostKubeConfig: clusters.source,
+    ledgerTableName: table.tableName,
+    dynamo: table.client,
+    bodies,
+    leaseMs: 30_000,
+    policy: TEST_MIGRATION_POLICY,
+  });
 }
-
 
 beforeAll(async () => {
   fixture = await createMigrationFixture(clusters, run);
@@ -53,7 +69,9 @@ describe("a DVM moving 3 PVCs from 2 namespaces", () => {
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-three", fixture.spec);
     const { uid } = dvm.metadata;
     const counter = await CreationCounter.start(clusters.source, uid, ["/api/v1/pods", "/api/v1/secrets"]);
-    const counterDst = fixture.sameCluster ? counter : await CreationCounter.start(clusters.destination, uid, ["/api/v1/pods", "/api/v1/secrets", "/api/v1/services"]);
+    const counterDst = fixture.sameCluster
+      ? counter
+      : await CreationCounter.start(clusters.destination, uid, ["/api/v1/pods", "/api/v1/secrets", "/api/v1/services"]);
     const { bodies, entered } = countedBodies();
 
     // Look at the transfer resources while they exist, right after the phase that made them.
@@ -70,7 +88,11 @@ describe("a DVM moving 3 PVCs from 2 namespaces", () => {
     counterDst.stop();
 
     const done = await readDvm(clusters.source, fixture.dvmNamespace, "move-three");
-    expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigration", step: `${ITINERARIES.VolumeMigration.length}/${ITINERARIES.VolumeMigration.length}` });
+    expect(done.status).toMatchObject({
+      phase: "Completed",
+      itinerary: "VolumeMigration",
+      step: `${ITINERARIES.VolumeMigration.length}/${ITINERARIES.VolumeMigration.length}`,
+    });
     expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
     expect(findCondition(done.status.conditions, "Failed")).toBeUndefined();
     expect(done.status.rsyncOperations).toEqual([
@@ -85,13 +107,20 @@ describe("a DVM moving 3 PVCs from 2 namespaces", () => {
     const opsNs = await dstCore.readNamespace({ name: fixture.namespaces.opsTarget });
     expect(opsNs.metadata?.labels).toMatchObject({ team: "ops", [LABEL.dvmUid]: uid });
     const media = await dstCore.readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.shopTarget, name: "media-new" });
-    expect(media.spec).toMatchObject({ storageClassName: fixture.storageClass, accessModes: ["ReadWriteMany"], volumeMode: "Filesystem", resources: { requests: { storage: "5Gi" } } });
+    expect(media.spec).toMatchObject({
+      storageClassName: fixture.storageClass,
+      accessModes: ["ReadWriteMany"],
+      volumeMode: "Filesystem",
+      resources: { requests: { storage: "5Gi" } },
+    });
     expect(media.metadata?.labels).toMatchObject({ app: "media", [LABEL.dvmUid]: uid });
     const logs = await dstCore.readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
     expect(logs.spec?.resources?.requests?.storage).toBe("2Gi");
 
     // The transfer resources existed with the expected specs...
-    const serverPod = seen.serverPod as { spec: { volumes: { persistentVolumeClaim?: { claimName: string } }[]; containers: { name: string }[]; securityContext: { runAsNonRoot?: boolean } } };
+    const serverPod = seen.serverPod as {
+      spec: { volumes: { persistentVolumeClaim?: { claimName: string } }[]; containers: { name: string }[]; securityContext: { runAsNonRoot?: boolean } };
+    };
     expect(serverPod.spec.volumes.flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : [])).sort()).toEqual(["db", "media-new"]);
     expect(serverPod.spec.containers.map((c) => c.name).sort()).toEqual(["rsync", "stunnel"]);
     expect(serverPod.spec.securityContext.runAsNonRoot).toBe(true);
@@ -99,17 +128,24 @@ describe("a DVM moving 3 PVCs from 2 namespaces", () => {
     // ...were each created exactly once (server pods per target namespace, one client pod per volume)...
     expect(counter.repeated()).toEqual([]);
     expect(counterDst.repeated()).toEqual([]);
-    expect(counterDst.count("/api/v1/pods:" + fixture.namespaces.shopTarget + "/" + transferNames({ uid }).serverPod)).toBe(1);
-    expect(counter.count("/api/v1/pods:" + fixture.namespaces.shop)).toBe(2);
-    expect(counter.count("/api/v1/pods:" + fixture.namespaces.ops)).toBe(1);
+    expect(counterDst.count(`/api/v1/pods:${fixture.namespaces.shopTarget}/${transferNames({ uid }).serverPod}`)).toBe(1);
+    expect(counter.count(`/api/v1/pods:${fixture.namespaces.shop}`)).toBe(2);
+    expect(counter.count(`/api/v1/pods:${fixture.namespaces.ops}`)).toBe(1);
     // ...and are gone now, on both clusters and on the host.
     expect(await leftovers(clusters.source, uid, [fixture.namespaces.shop, fixture.namespaces.ops, fixture.dvmNamespace])).toEqual([]);
     expect(await leftovers(clusters.destination, uid, [fixture.namespaces.shopTarget, fixture.namespaces.opsTarget])).toEqual([]);
-    const hostSecrets = await clusters.source.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: fixture.dvmNamespace, labelSelector: `${LABEL.dvmUid}=${uid}` });
+    const hostSecrets = await clusters.source
+      .makeApiClient(CoreV1Api)
+      .listNamespacedSecret({ namespace: fixture.dvmNamespace, labelSelector: `${LABEL.dvmUid}=${uid}` });
     expect(hostSecrets.items).toEqual([]);
 
     // The progress records stay (deleteProgressReportingCRs is off), one per volume.
-    const records = (await clusters.source.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: "migration.openshift.io", version: "v1alpha1", namespace: fixture.dvmNamespace, plural: "directvolumemigrationprogresses" })) as { items: { status?: { phase?: string } }[] };
+    const records = (await clusters.source.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
+      group: "migration.openshift.io",
+      version: "v1alpha1",
+      namespace: fixture.dvmNamespace,
+      plural: "directvolumemigrationprogresses",
+    })) as { items: { status?: { phase?: string } }[] };
     expect(records.items.map((r) => r.status?.phase)).toEqual(["succeeded", "succeeded", "succeeded"]);
 
     // Each non-waiting phase body entered once; the ledger has exactly one completed entry per phase.
@@ -122,7 +158,10 @@ describe("a DVM moving 3 PVCs from 2 namespaces", () => {
   });
 
   it("runs no phase body twice when every request is delivered twice at once and replayed stale", async () => {
-    const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-duplicated", { ...fixture.spec, persistentVolumeClaims: (fixture.spec.persistentVolumeClaims as object[]).slice(0, 2) });
+    const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-duplicated", {
+      ...fixture.spec,
+      persistentVolumeClaims: (fixture.spec.persistentVolumeClaims as object[]).slice(0, 2),
+    });
     const { uid } = dvm.metadata;
     const counter = await CreationCounter.start(clusters.source, uid, ["/api/v1/pods", "/api/v1/secrets"]);
     const { bodies, entered } = countedBodies();
@@ -159,7 +198,9 @@ describe("a rollback", () => {
     const done = await readDvm(clusters.source, fixture.dvmNamespace, "move-media-back");
     expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationRollback" });
     expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
-    expect(done.status.rsyncOperations).toEqual([{ pvcReference: { namespace: fixture.namespaces.shopTarget, name: "media-new" }, currentAttempt: 1, succeeded: true }]);
+    expect(done.status.rsyncOperations).toEqual([
+      { pvcReference: { namespace: fixture.namespaces.shopTarget, name: "media-new" }, currentAttempt: 1, succeeded: true },
+    ]);
     expect(entered.get("CreateDestinationPVCs")).toBeUndefined();
     // The rsync server ran where the data originally came from, the client where it had gone.
     expect(onSource.count(`/api/v1/pods:${fixture.namespaces.shop}/${transferNames({ uid }).serverPod}`)).toBe(1);
@@ -184,8 +225,17 @@ describe("the failure path", () => {
     const done = await readDvm(clusters.source, fixture.dvmNamespace, "move-failing");
     expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationFailed" });
     expect(done.status.errors).toHaveLength(1);
-    expect(done.status.errors![0]).toMatch(new RegExp(`^spec\\.persistentVolumeClaims\\[0\\]: rsync of ${fixture.namespaces.ops}/logs to ${fixture.namespaces.opsTarget}/logs failed after 2 attempts`));
-    expect(findCondition(done.status.conditions, "Failed")).toMatchObject({ status: "True", reason: "RunRsyncOperations", category: "Critical", durable: true });
+    expect(done.status.errors![0]).toMatch(
+      new RegExp(
+        `^spec\\.persistentVolumeClaims\\[0\\]: rsync of ${fixture.namespaces.ops}/logs to ${fixture.namespaces.opsTarget}/logs failed after 2 attempts`,
+      ),
+    );
+    expect(findCondition(done.status.conditions, "Failed")).toMatchObject({
+      status: "True",
+      reason: "RunRsyncOperations",
+      category: "Critical",
+      durable: true,
+    });
     expect(findCondition(done.status.conditions, "Succeeded")).toBeUndefined();
     expect(done.status.rsyncOperations).toEqual([{ pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 2, failed: true }]);
     expect(counter.count("/api/v1/pods:")).toBe(2);
@@ -197,7 +247,11 @@ describe("the failure path", () => {
   });
 
   it("completes when rsync exits 24 (files vanished), with a Warn condition naming the PVC and the count", async () => {
-    const vanished = ['file has vanished: "/mnt/source/tmp/a.lock"', 'file has vanished: "/mnt/source/tmp/b.lock"', "rsync warning: some files vanished before they could be transferred (code 24) at main.c(1338) [sender=3.2.7]"];
+    const vanished = [
+      'file has vanished: "/mnt/source/tmp/a.lock"',
+      'file has vanished: "/mnt/source/tmp/b.lock"',
+      "rsync warning: some files vanished before they could be transferred (code 24) at main.c(1338) [sender=3.2.7]",
+    ];
     const spec = {
       ...fixture.spec,
       persistentVolumeClaims: [(fixture.spec.persistentVolumeClaims as object[])[2]],
@@ -217,15 +271,27 @@ describe("the failure path", () => {
     expect(warning?.message).toContain(`${fixture.namespaces.ops}/logs: 2 files vanished during the transfer`);
     expect(done.status.rsyncOperations).toEqual([{ pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 1, succeeded: true }]);
     // One client pod: exit 24 is not retried.
-    expect(counter.count("/api/v1/pods:" + fixture.namespaces.ops)).toBe(1);
+    expect(counter.count(`/api/v1/pods:${fixture.namespaces.ops}`)).toBe(1);
   });
 
   it("fails a DVM that cannot be migrated, naming each field, and creates nothing on the destination", async () => {
     const spec = {
       destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },
       persistentVolumeClaims: [
-        { name: "missing", namespace: fixture.namespaces.shop, targetNamespace: `nowhere-${run}`, targetStorageClass: fixture.storageClass, targetAccessModes: ["ReadWriteOnce"] },
-        { name: "db", namespace: fixture.namespaces.shop, targetNamespace: `nowhere-${run}`, targetStorageClass: "no-such-class", targetAccessModes: ["ReadWriteOnce"] },
+        {
+          name: "missing",
+          namespace: fixture.namespaces.shop,
+          targetNamespace: `nowhere-${run}`,
+          targetStorageClass: fixture.storageClass,
+          targetAccessModes: ["ReadWriteOnce"],
+        },
+        {
+          name: "db",
+          namespace: fixture.namespaces.shop,
+          targetNamespace: `nowhere-${run}`,
+          targetStorageClass: "no-such-class",
+          targetAccessModes: ["ReadWriteOnce"],
+        },
       ],
     };
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-invalid", spec);

@@ -8,14 +8,14 @@
  * Needs root, containerd and runc (Debian's packages); it fails, never skips, without them.
  */
 import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureNodeImages, importBaseName, NodeImagesError, NodeImagesUnavailableError, type NodeImages } from "../../src/local/nodes/images";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ensureNodeImages, importBaseName, type NodeImages, NodeImagesError, NodeImagesUnavailableError } from "../../src/local/nodes/images";
 import { spawnLogged, stopProcess, tailFile } from "../../src/local/processes";
 import { waitFor } from "../../src/local/wait";
 
@@ -33,7 +33,10 @@ describe("node images", () => {
   it("are local references with pinned tags, and each archive's ref name is exactly that tag", async () => {
     expect(images.pauseImage).toMatch(/^localhost\/dvm-pause:3\.\d+\.\d+-[0-9a-f]{12}$/);
     expect(images.transferImage).toMatch(/^localhost\/dvm-transfer:bookworm-rsync-\d+\.\d+\.\d+-[0-9a-f]{12}$/);
-    for (const [image, tar] of [[images.pauseImage, images.pauseTar], [images.transferImage, images.transferTar]] as const) {
+    for (const [image, tar] of [
+      [images.pauseImage, images.pauseTar],
+      [images.transferImage, images.transferTar],
+    ] as const) {
       const { stdout } = await run("tar", ["-xOf", tar, "./index.json"], { encoding: "utf8" });
       const index = JSON.parse(stdout) as { manifests: Array<{ annotations?: Record<string, string> }> };
       // `ctr images import --base-name localhost/NAME` names the image NAME:<this annotation>.
@@ -50,7 +53,10 @@ describe("node images", () => {
 
   it("import into a real containerd and run with runc: rsync, stunnel and the tools the pods use, as a non-root default user", async () => {
     await withThrowawayContainerd(async (ctr) => {
-      for (const [image, tar] of [[images.pauseImage, images.pauseTar], [images.transferImage, images.transferTar]] as const) {
+      for (const [image, tar] of [
+        [images.pauseImage, images.pauseTar],
+        [images.transferImage, images.transferTar],
+      ] as const) {
         await ctr("images", "import", "--base-name", importBaseName(image), tar);
       }
       const listed = (await ctr("images", "ls", "--quiet")).split("\n");
@@ -148,12 +154,18 @@ async function withThrowawayContainerd(body: (ctr: Ctr) => Promise<void>): Promi
   );
   const logFile = join(dir, "containerd.log");
   const containerd = spawnLogged({ name: "containerd", command: "containerd", args: ["--config", join(dir, "config.toml")], logFile });
-  const ctr: Ctr = async (...args) => (await run("ctr", ["--address", socket, "--namespace", CONTAINERD_NAMESPACE, ...args], { encoding: "utf8", timeout: 120_000 })).stdout;
+  const ctr: Ctr = async (...args) =>
+    (await run("ctr", ["--address", socket, "--namespace", CONTAINERD_NAMESPACE, ...args], { encoding: "utf8", timeout: 120_000 })).stdout;
   try {
-    await waitFor("containerd", async () => {
-      if (!containerd.isRunning()) throw new Error(`containerd exited:\n${tailFile(logFile)}`);
-      return existsSync(socket) && (await ctr("version")).includes("Server:");
-    }, 30_000, () => tailFile(logFile));
+    await waitFor(
+      "containerd",
+      async () => {
+        if (!containerd.isRunning()) throw new Error(`containerd exited:\n${tailFile(logFile)}`);
+        return existsSync(socket) && (await ctr("version")).includes("Server:");
+      },
+      30_000,
+      () => tailFile(logFile),
+    );
     await body(ctr);
   } finally {
     await stopProcess(containerd);

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import packageJson from "../../package.json" with { type: "json" };
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
-import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, requestFor, type MigrationFixture } from "../support/migration";
+import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, requestFor } from "../support/migration";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const execFileAsync = promisify(execFile);

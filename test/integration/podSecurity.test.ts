@@ -3,7 +3,7 @@
  * the "restricted" standard, and pods that run rsync as root (to keep file ownership) still meet
  * "baseline". Server-side dry runs: nothing is scheduled.
  */
-import { CoreV1Api, KubernetesObjectApi, type KubernetesObject } from "@kubernetes/client-node";
+import { CoreV1Api, type KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { rsyncClientPod, rsyncServerPod } from "../../src/transfer";
 import { testClusters } from "../support/clusters";
@@ -33,7 +33,10 @@ async function admitted(pod: KubernetesObject): Promise<string | true> {
 
 beforeAll(async () => {
   const core = source.makeApiClient(CoreV1Api);
-  for (const [name, level] of [[restricted, "restricted"], [baseline, "baseline"]] as const) {
+  for (const [name, level] of [
+    [restricted, "restricted"],
+    [baseline, "baseline"],
+  ] as const) {
     await core.createNamespace({ body: { metadata: { name, labels: { "pod-security.kubernetes.io/enforce": level } } } });
   }
 });

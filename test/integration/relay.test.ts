@@ -5,15 +5,16 @@
  * The transport is in-process and records every request. Behaviour is asserted, not speed: the one
  * figure checked is a lower bound (the hot-loop guard's spacing), which a slow machine cannot break.
  */
-import { existsSync } from "node:fs";
+
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { PHASES, PHASE_NAMES } from "../../src/dvm/itinerary";
+import { PHASE_NAMES, PHASES } from "../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../src/dvm/types";
-import { defaultBinDir, startControlPlane, type ControlPlane } from "../../src/local/controlPlane";
-import { silentLogger, jsonLogger } from "../../src/log";
+import { type ControlPlane, defaultBinDir, startControlPlane } from "../../src/local/controlPlane";
+import { jsonLogger, silentLogger } from "../../src/log";
 import { LABEL } from "../../src/phases/names";
 import { Relay, type RelayOptions } from "../../src/relay/relay";
 import { InProcessTransport } from "../../src/relay/transport";
@@ -428,7 +429,11 @@ describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver)", HAV
     expect(transport.for(changed.uid).at(-1)?.reason).toBe("relist");
     // Unchanged during the gap: the DVM re-list does not count it as changed. (The owned-object
     // watches expired too, and they give every live DVM a look, with their own reason.)
-    expect(transport.for(untouched.uid).slice(untouchedForwards).map((r) => r.reason)).not.toContain("relist");
+    expect(
+      transport
+        .for(untouched.uid)
+        .slice(untouchedForwards)
+        .map((r) => r.reason),
+    ).not.toContain("relist");
   });
 });
-

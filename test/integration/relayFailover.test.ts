@@ -14,14 +14,14 @@
  * The failover times are printed, not asserted (bench/relay.ts measures them).
  */
 import { randomUUID } from "node:crypto";
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PHASES, PHASE_NAMES, phaseSpec, POLL_REQUEUE_MS } from "../../src/dvm/itinerary";
+import { PHASE_NAMES, PHASES, POLL_REQUEUE_MS, phaseSpec } from "../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
 import { testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";
 import type { Invocation } from "../support/lambdaStandIn";
-import { RelayProcess, type ReadyzAnswer } from "../support/relayProcess";
+import { type ReadyzAnswer, RelayProcess } from "../support/relayProcess";
 
 const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
 /** Phases that neither wait nor end: a change to one is forwarded at once and schedules nothing after it. */
@@ -163,7 +163,9 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     const killedAt = Date.now();
     await a.kill("SIGKILL");
     const first = await until("relay-b to forward", () => b.lambda.invocations[0], replicas);
-    console.log(`relay failover, leader killed: the standby forwarded ${first.at - killedAt} ms after the kill (lease duration ${TIMING.RELAY_LEASE_DURATION_MS} ms)`);
+    console.log(
+      `relay failover, leader killed: the standby forwarded ${first.at - killedAt} ms after the kill (lease duration ${TIMING.RELAY_LEASE_DURATION_MS} ms)`,
+    );
     expect((await b.readyz()).role).toBe("leader");
     // Everything relay-a sent, it sent before relay-b started leading.
     const bStarted = Date.parse(b.logged("started leading")!.timestamp);
@@ -178,7 +180,9 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     const cutAt = Date.now();
     proxies.get("relay-b")!.cut();
     const first = await until("relay-c to forward", () => c.lambda.invocations[0], replicas);
-    console.log(`relay failover, leader partitioned: the standby forwarded ${first.at - cutAt} ms after the cut (lease duration ${TIMING.RELAY_LEASE_DURATION_MS} ms)`);
+    console.log(
+      `relay failover, leader partitioned: the standby forwarded ${first.at - cutAt} ms after the cut (lease duration ${TIMING.RELAY_LEASE_DURATION_MS} ms)`,
+    );
     // relay-b knows it lost the Lease (its health port is not behind the proxy).
     await until("relay-b to report it no longer leads", async () => ((await b.readyz()).role === "standby" ? true : undefined), replicas);
     expect(b.logged("stopped leading", cutAt)).toMatchObject({ why: expect.stringMatching(/renew deadline/) });
@@ -203,13 +207,18 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     // Every moving DVM's last change reaches the function (C leads now).
     await until(
       "the last change of every moving DVM to be forwarded",
-      () => ([...driver.lastVersion].every(([uid, version]) => c.lambda.invocations.some((i) => i.payload.uid === uid && i.payload.resourceVersion === version)) ? true : undefined),
+      () =>
+        [...driver.lastVersion].every(([uid, version]) => c.lambda.invocations.some((i) => i.payload.uid === uid && i.payload.resourceVersion === version))
+          ? true
+          : undefined,
       replicas,
     );
     const all = [a, b, c].flatMap((r) => r.lambda.invocations.filter((i) => uids.includes(i.payload.uid)));
     const transitions = created + driver.transitions;
     const perTransition = all.length / transitions;
-    console.log(`relay failover run: ${all.length} invocations for ${transitions} transitions (${perTransition.toFixed(3)} per transition; a: ${a.lambda.invocations.length}, b: ${b.lambda.invocations.length}, c: ${c.lambda.invocations.length})`);
+    console.log(
+      `relay failover run: ${all.length} invocations for ${transitions} transitions (${perTransition.toFixed(3)} per transition; a: ${a.lambda.invocations.length}, b: ${b.lambda.invocations.length}, c: ${c.lambda.invocations.length})`,
+    );
     expect(perTransition).toBeLessThan(1.3);
 
     // Leadership passed a -> b -> c, and each replica's forwards lie within its own term.

@@ -9,9 +9,9 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DVMP_PLURAL, DVM_GROUP, DVM_VERSION } from "../../src/dvm/types";
+import { parse } from "yaml";
+import { DVM_GROUP, DVM_VERSION, DVMP_PLURAL } from "../../src/dvm/types";
 import { DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
 import { jsonLogger } from "../../src/log";
@@ -19,7 +19,7 @@ import { LABEL, transferNames } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
 import { testDynamoClient } from "../support/dynamo";
-import { createDvm, createMigrationFixture, readDvm, type MigrationFixture } from "../support/migration";
+import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
 
 const clusters = testClusters();
 const run = `sec${Date.now().toString(36)}`;
@@ -61,7 +61,12 @@ beforeAll(async () => {
     DVM_EVENTS_SINK: "http",
     DVM_EVENTS_HTTP_URL: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/events`,
   });
-  controller = await startTestController(clusters, fixture, "secrets", jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)));
+  controller = await startTestController(
+    clusters,
+    fixture,
+    "secrets",
+    jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)),
+  );
 });
 
 afterAll(async () => {
@@ -102,7 +107,9 @@ describe("secrets", () => {
 
     const functionLog = readFileSync(controller.functionLogFile, "utf8");
     expect(functionLog).toMatch(/"phase":"RunRsyncOperations"/); // the function's own structured lines are there
-    const records = await clusters.source.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: fixture.dvmNamespace, plural: DVMP_PLURAL });
+    const records = await clusters.source
+      .makeApiClient(CustomObjectsApi)
+      .listNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: fixture.dvmNamespace, plural: DVMP_PLURAL });
     const events = [...(await kubernetesEvents(clusters.source)), ...(await kubernetesEvents(clusters.destination))];
     // The ledger: every entry of the DVM, lastError included.
     const ledger = await new DynamoPhaseLedger({ client: testDynamoClient(), tableName: controller.ledgerTableName }).history(created.metadata.uid);
@@ -112,7 +119,7 @@ describe("secrets", () => {
       "DVM status": JSON.stringify(done.status),
       "progress records": JSON.stringify(records),
       "Kubernetes Events": JSON.stringify(events),
-      "CloudEvents": cloudEvents.join("\n"),
+      CloudEvents: cloudEvents.join("\n"),
       ledger: JSON.stringify(ledger),
     };
     expect(relayLines.length).toBeGreaterThan(10);

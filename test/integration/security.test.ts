@@ -9,23 +9,23 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CoreV1Api, StorageV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { MIGRATION_REQUESTED } from "../../src/events/schema";
+import { CoreV1Api, type KubeConfig, StorageV1Api } from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
-import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
-import { DVM_API_VERSION, DVM_KIND, DVMP_KIND, type DirectVolumeMigration } from "../../src/dvm/types";
+import { type DirectVolumeMigration, DVM_API_VERSION, DVM_KIND, DVMP_KIND } from "../../src/dvm/types";
 import { KubeMigrationStore } from "../../src/events/migrationStore";
+import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { parseSourceAllowList } from "../../src/events/sources";
 import { createTrigger } from "../../src/events/trigger";
-import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KubeApiError } from "../../src/kube/errors";
+import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
 import { LABEL } from "../../src/phases/names";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
-import { freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
 
 const clusters = testClusters();
@@ -64,7 +64,14 @@ async function secret(namespace: string, name: string, kubeconfig: string): Prom
 }
 
 function pvc(namespace: string, name = "data", extra: Record<string, unknown> = {}) {
-  return { name, namespace, targetStorageClass: STORAGE_CLASS, targetAccessModes: ["ReadWriteOnce"], ...(sameCluster ? { targetNamespace: `${namespace}-dst` } : {}), ...extra };
+  return {
+    name,
+    namespace,
+    targetStorageClass: STORAGE_CLASS,
+    targetAccessModes: ["ReadWriteOnce"],
+    ...(sameCluster ? { targetNamespace: `${namespace}-dst` } : {}),
+    ...extra,
+  };
 }
 
 beforeAll(async () => {
@@ -72,10 +79,16 @@ beforeAll(async () => {
   for (const namespace of [TENANT, OTHER, ADMIN]) {
     await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(ignoreExists);
     await core
-      .createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } } })
+      .createNamespacedPersistentVolumeClaim({
+        namespace,
+        body: { metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } },
+      })
       .catch(ignoreExists);
   }
-  await clusters.destination.makeApiClient(StorageV1Api).createStorageClass({ body: { metadata: { name: STORAGE_CLASS }, provisioner: "kubernetes.io/no-provisioner" } }).catch(ignoreExists);
+  await clusters.destination
+    .makeApiClient(StorageV1Api)
+    .createStorageClass({ body: { metadata: { name: STORAGE_CLASS }, provisioner: "kubernetes.io/no-provisioner" } })
+    .catch(ignoreExists);
   await secret(TENANT, "destination", destinationKubeconfig);
   await secret(OTHER, "their-destination", destinationKubeconfig);
   await secret(ADMIN, "destination", destinationKubeconfig);
@@ -87,7 +100,8 @@ afterAll(async () => {
   rmSync(markers, { recursive: true, force: true });
 });
 
-const runner = () => createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, leaseMs: 30_000, policy: POLICY });
+const runner = () =>
+  createPhaseRunner({ hostKubeConfig: clusters.source, ledgerTableName: table.tableName, dynamo: table.client, leaseMs: 30_000, policy: POLICY });
 
 /**
  * Creates the DVM and drives it as the relay would. A refused DVM finishes in a few steps; the bound
@@ -106,10 +120,19 @@ async function migrate(namespace: string, name: string, spec: Record<string, unk
 async function objectsOf(kc: KubeConfig, uid: string): Promise<string[]> {
   const cluster = new KubeCluster("check", kc);
   const selector = { [LABEL.dvmUid]: uid };
-  const kinds = [KINDS.Namespace, KINDS.Pod, KINDS.Secret, KINDS.Service, KINDS.ConfigMap, KINDS.PersistentVolumeClaim, { apiVersion: DVM_API_VERSION, kind: DVMP_KIND }];
+  const kinds = [
+    KINDS.Namespace,
+    KINDS.Pod,
+    KINDS.Secret,
+    KINDS.Service,
+    KINDS.ConfigMap,
+    KINDS.PersistentVolumeClaim,
+    { apiVersion: DVM_API_VERSION, kind: DVMP_KIND },
+  ];
   const found: string[] = [];
   for (const kind of kinds) {
-    for (const object of await untilServed(() => cluster.list(kind, undefined, selector))) found.push(`${kind.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}`);
+    for (const object of await untilServed(() => cluster.list(kind, undefined, selector)))
+      found.push(`${kind.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}`);
   }
   return found;
 }
@@ -139,8 +162,22 @@ async function expectRefused(dvm: DirectVolumeMigration, fields: string[]): Prom
 describe("a kubeconfig from the DVM's creator", () => {
   it("with an exec plugin is refused before the command runs", async () => {
     const marker = join(markers, "exec-ran");
-    await secret(TENANT, "exec-kubeconfig", withUser({ exec: { apiVersion: "client.authentication.k8s.io/v1", command: "sh", args: ["-c", `touch ${marker}`], env: [{ name: "AWS_ENDPOINT_URL_DYNAMODB", value: "http://127.0.0.1:9" }] } }));
-    const dvm = await migrate(TENANT, "exec", { destinationCluster: { kubeconfigSecretRef: { name: "exec-kubeconfig" } }, persistentVolumeClaims: [pvc(TENANT)] });
+    await secret(
+      TENANT,
+      "exec-kubeconfig",
+      withUser({
+        exec: {
+          apiVersion: "client.authentication.k8s.io/v1",
+          command: "sh",
+          args: ["-c", `touch ${marker}`],
+          env: [{ name: "AWS_ENDPOINT_URL_DYNAMODB", value: "http://127.0.0.1:9" }],
+        },
+      }),
+    );
+    const dvm = await migrate(TENANT, "exec", {
+      destinationCluster: { kubeconfigSecretRef: { name: "exec-kubeconfig" } },
+      persistentVolumeClaims: [pvc(TENANT)],
+    });
     expect(existsSync(marker), "the exec plugin's command ran").toBe(false);
     await expectRefused(dvm, ["spec.destinationCluster.kubeconfigSecretRef.key", "users[0].user.exec: credential plugins (exec) are refused"]);
   });
@@ -149,7 +186,10 @@ describe("a kubeconfig from the DVM's creator", () => {
     const marker = join(markers, "auth-provider-ran");
     const config = { "cmd-path": "/bin/sh", "cmd-args": `-c 'touch ${marker}; echo {}'`, "token-key": "{.token}", "expiry-key": "{.expiry}" };
     await secret(TENANT, "auth-provider-kubeconfig", withUser({ "auth-provider": { name: "gcp", config } }));
-    const dvm = await migrate(TENANT, "auth-provider", { destinationCluster: { kubeconfigSecretRef: { name: "auth-provider-kubeconfig" } }, persistentVolumeClaims: [pvc(TENANT)] });
+    const dvm = await migrate(TENANT, "auth-provider", {
+      destinationCluster: { kubeconfigSecretRef: { name: "auth-provider-kubeconfig" } },
+      persistentVolumeClaims: [pvc(TENANT)],
+    });
     expect(existsSync(marker), "the auth provider's command ran").toBe(false);
     await expectRefused(dvm, ["users[0].user.auth-provider: auth providers are refused"]);
   });
@@ -160,7 +200,10 @@ describe("a kubeconfig from the DVM's creator", () => {
     writeFileSync(tokenFile, destinationToken ?? "no-token");
     // client-node reads `token-file` (kubectl's `tokenFile`, refused too, it ignores).
     await secret(TENANT, "file-kubeconfig", withUser({ "token-file": tokenFile }));
-    const dvm = await migrate(TENANT, "token-file", { destinationCluster: { kubeconfigSecretRef: { name: "file-kubeconfig" } }, persistentVolumeClaims: [pvc(TENANT)] });
+    const dvm = await migrate(TENANT, "token-file", {
+      destinationCluster: { kubeconfigSecretRef: { name: "file-kubeconfig" } },
+      persistentVolumeClaims: [pvc(TENANT)],
+    });
     await expectRefused(dvm, ["users[0].user.token-file: file paths are refused"]);
   });
 });
@@ -182,24 +225,38 @@ describe("a DVM outside an admin namespace", () => {
   });
 
   it("cannot migrate another namespace's PVC", async () => {
-    const dvm = await migrate(TENANT, "their-pvc", { destinationCluster: { kubeconfigSecretRef: { name: "destination" } }, persistentVolumeClaims: [pvc(OTHER)] });
+    const dvm = await migrate(TENANT, "their-pvc", {
+      destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+      persistentVolumeClaims: [pvc(OTHER)],
+    });
     await expectRefused(dvm, ["spec.persistentVolumeClaims[0].namespace: must be the DVM's namespace"]);
   });
 
   it("cannot write into another namespace", async () => {
-    const dvm = await migrate(TENANT, "their-target", { destinationCluster: { kubeconfigSecretRef: { name: "destination" } }, persistentVolumeClaims: [pvc(TENANT, "data", { targetNamespace: OTHER })] });
+    const dvm = await migrate(TENANT, "their-target", {
+      destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+      persistentVolumeClaims: [pvc(TENANT, "data", { targetNamespace: OTHER })],
+    });
     await expectRefused(dvm, ["spec.persistentVolumeClaims[0].targetNamespace"]);
   });
 
   it("cannot run the transfer as root", async () => {
-    const dvm = await migrate(TENANT, "as-root", { destinationCluster: { kubeconfigSecretRef: { name: "destination" } }, persistentVolumeClaims: [pvc(TENANT)], runAsRoot: true });
+    const dvm = await migrate(TENANT, "as-root", {
+      destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+      persistentVolumeClaims: [pvc(TENANT)],
+      runAsRoot: true,
+    });
     await expectRefused(dvm, ["spec.runAsRoot: only DVMs in an admin namespace"]);
   });
 });
 
 describe("a transfer image", () => {
   it("outside the operator's allow-list is refused, in an admin namespace too", async () => {
-    const dvm = await migrate(ADMIN, "any-image", { destinationCluster: { kubeconfigSecretRef: { name: "destination" } }, persistentVolumeClaims: [pvc(ADMIN)], transferImage: "evil.example.org/rsync:latest" });
+    const dvm = await migrate(ADMIN, "any-image", {
+      destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+      persistentVolumeClaims: [pvc(ADMIN)],
+      transferImage: "evil.example.org/rsync:latest",
+    });
     await expectRefused(dvm, ["spec.transferImage: is not in the operator's transfer image allow-list"]);
   });
 });
@@ -218,7 +275,11 @@ describe("a DVM in an admin namespace", () => {
     const cluster = new KubeCluster("destination", clusters.destination);
     await driveToCompletion(runner(), requestFor(dvm), {
       each: async () => {
-        for (const pod of await cluster.list<{ apiVersion: string; kind: string; metadata: { name: string }; spec: { containers: { image: string }[] } }>(KINDS.Pod, undefined, { [LABEL.dvmUid]: dvm.metadata.uid })) {
+        for (const pod of await cluster.list<{ apiVersion: string; kind: string; metadata: { name: string }; spec: { containers: { image: string }[] } }>(
+          KINDS.Pod,
+          undefined,
+          { [LABEL.dvmUid]: dvm.metadata.uid },
+        )) {
           watched.push(pod.metadata.name);
           for (const c of pod.spec.containers) images.add(c.image);
         }
@@ -234,13 +295,25 @@ describe("a DVM in an admin namespace", () => {
 
 describe("the trigger's source allow-list, against the real API server", () => {
   const EVENTS_NS = `sec-events-${run}`;
-  const event = (source: string, id: string) => new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source, id, data: { namespace: EVENTS_NS, spec: { persistentVolumeClaims: [pvc(EVENTS_NS)] } } });
-  const bridge = (source: string, id: string) => ({ version: "0", id, "detail-type": MIGRATION_REQUESTED, source, detail: { namespace: EVENTS_NS, spec: { persistentVolumeClaims: [pvc(EVENTS_NS)] } } });
+  const event = (source: string, id: string) =>
+    new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source, id, data: { namespace: EVENTS_NS, spec: { persistentVolumeClaims: [pvc(EVENTS_NS)] } } });
+  const bridge = (source: string, id: string) => ({
+    version: "0",
+    id,
+    "detail-type": MIGRATION_REQUESTED,
+    source,
+    detail: { namespace: EVENTS_NS, spec: { persistentVolumeClaims: [pvc(EVENTS_NS)] } },
+  });
   const dvmsIn = async () =>
-    (await untilServed(() => new KubeCluster("check", clusters.source).list({ apiVersion: DVM_API_VERSION, kind: DVM_KIND }, EVENTS_NS, {}))).map((d) => d.metadata.name);
+    (await untilServed(() => new KubeCluster("check", clusters.source).list({ apiVersion: DVM_API_VERSION, kind: DVM_KIND }, EVENTS_NS, {}))).map(
+      (d) => d.metadata.name,
+    );
 
   beforeAll(async () => {
-    await clusters.source.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: EVENTS_NS } } }).catch(ignoreExists);
+    await clusters.source
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: EVENTS_NS } } })
+      .catch(ignoreExists);
   });
 
   it.each([

@@ -11,9 +11,9 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { CloudEvent, HTTP, type Message } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DVM_GROUP, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
-import { EVENT_ANNOTATION, dvmNameForEvent } from "../../src/events/names";
+import { dvmNameForEvent, EVENT_ANNOTATION } from "../../src/events/names";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
-import { startServerlessOffline, type ServerlessOffline } from "../../src/local/serverlessOffline";
+import { type ServerlessOffline, startServerlessOffline } from "../../src/local/serverlessOffline";
 import { testClusters } from "../support/clusters";
 import { createDvm } from "../support/migration";
 import { missing } from "../support/requirements";
@@ -47,19 +47,32 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
         LOG_LEVEL: "INFO",
       },
     });
-    lambda = new LambdaClient({ endpoint: offline.lambdaEndpoint, region: "us-east-1", credentials: { accessKeyId: "offline", secretAccessKey: "offline" }, maxAttempts: 1 });
+    lambda = new LambdaClient({
+      endpoint: offline.lambdaEndpoint,
+      region: "us-east-1",
+      credentials: { accessKeyId: "offline", secretAccessKey: "offline" },
+      maxAttempts: 1,
+    });
   }, 180_000);
 
   afterAll(async () => {
     lambda?.destroy();
     await offline?.stop();
-    await clusters?.source.makeApiClient(CoreV1Api).deleteNamespace({ name: NAMESPACE }).catch(() => undefined);
+    await clusters?.source
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: NAMESPACE })
+      .catch(() => undefined);
   });
 
-  const requested = (id: string, overrides: Record<string, unknown> = {}) => new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source: CI, id, data: DATA, ...overrides });
+  const requested = (id: string, overrides: Record<string, unknown> = {}) =>
+    new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source: CI, id, data: DATA, ...overrides });
 
   async function post(message: Message | { headers: Record<string, string>; body: string }): Promise<Reply> {
-    const response = await fetch(`${offline!.httpEndpoint}/migrations`, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    const response = await fetch(`${offline!.httpEndpoint}/migrations`, {
+      method: "POST",
+      headers: message.headers as Record<string, string>,
+      body: message.body as string,
+    });
     const text = await response.text();
     return { status: response.status, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
   }
@@ -84,7 +97,9 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
   });
 
   async function dvmsInNamespace(): Promise<{ name: string; uid: string; annotations: Record<string, string>; spec: unknown }[]> {
-    const list = (await clusters!.source.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: NAMESPACE, plural: DVM_PLURAL })) as {
+    const list = (await clusters!.source
+      .makeApiClient(CustomObjectsApi)
+      .listNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace: NAMESPACE, plural: DVM_PLURAL })) as {
       items: { metadata: { name: string; uid: string; annotations?: Record<string, string> }; spec: unknown }[];
     };
     return list.items.map((i) => ({ name: i.metadata.name, uid: i.metadata.uid, annotations: i.metadata.annotations ?? {}, spec: i.spec }));
@@ -99,7 +114,11 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
     const first = await post(HTTP.structured(requested("req-1")));
     remember(first);
     const name = dvmNameForEvent({ source: CI, id: "req-1" });
-    expect(first.body).toMatchObject({ result: "created", migration: { namespace: NAMESPACE, name }, event: { source: CI, id: "req-1", type: MIGRATION_REQUESTED } });
+    expect(first.body).toMatchObject({
+      result: "created",
+      migration: { namespace: NAMESPACE, name },
+      event: { source: CI, id: "req-1", type: MIGRATION_REQUESTED },
+    });
     expect(first.body.migration.uid).toMatch(/^[0-9a-f-]{36}$/);
 
     const again = await post(HTTP.binary(requested("req-1")));
@@ -120,7 +139,9 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
   });
 
   it("creates exactly one DVM when the same event arrives five times at once", async () => {
-    const replies = await Promise.all(Array.from({ length: 5 }, (_, i) => post(i % 2 ? HTTP.binary(requested("req-burst")) : HTTP.structured(requested("req-burst")))));
+    const replies = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => post(i % 2 ? HTTP.binary(requested("req-burst")) : HTTP.structured(requested("req-burst")))),
+    );
     expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 201]);
     expect(new Set(replies.map((r) => r.body.migration.uid)).size).toBe(1);
     created.add(replies[0]!.body.migration.name as string);
@@ -153,7 +174,10 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
 
   it("refuses malformed events with 4xx naming the field, and creates nothing for them", async () => {
     const before = (await dvmsInNamespace()).map((d) => d.name).sort();
-    const structured = (body: unknown) => ({ headers: { "content-type": "application/cloudevents+json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    const structured = (body: unknown) => ({
+      headers: { "content-type": "application/cloudevents+json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
     const envelope = { specversion: "1.0", id: "bad-1", source: CI, type: MIGRATION_REQUESTED };
     const pvc = SPEC.persistentVolumeClaims[0]!;
     const binaryWithout = (header: string) => {
@@ -170,7 +194,12 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
       ["no source (binary)", post(binaryWithout("ce-source")), 400, "source"],
       ["data not an object", post(HTTP.structured(requested("bad-4", { data: "migrate" }))), 400, "data"],
       ["no namespace", post(HTTP.binary(requested("bad-5", { data: { spec: SPEC } }))), 400, "data.namespace"],
-      ["no PVCs", post(HTTP.structured(requested("bad-6", { data: { ...DATA, spec: { persistentVolumeClaims: [] } } }))), 400, "data.spec.persistentVolumeClaims"],
+      [
+        "no PVCs",
+        post(HTTP.structured(requested("bad-6", { data: { ...DATA, spec: { persistentVolumeClaims: [] } } }))),
+        400,
+        "data.spec.persistentVolumeClaims",
+      ],
       [
         "a bad access mode",
         post(HTTP.structured(requested("bad-7", { data: { ...DATA, spec: { persistentVolumeClaims: [{ ...pvc, targetAccessModes: ["RWX"] }] } } }))),
@@ -185,8 +214,18 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
       ],
       ["a bad name prefix", post(HTTP.structured(requested("bad-9", { data: { ...DATA, namePrefix: "Not_A_Label" } }))), 400, "data.namePrefix"],
       ["a source not allowed", post(HTTP.structured(requested("bad-10", { source: "https://elsewhere.example.org/x" }))), 403, "source"],
-      ["over 256 KiB", post(HTTP.structured(requested("bad-11", { data: { ...DATA, spec: { ...SPEC, transferPodAnnotations: { pad: "x".repeat(300 * 1024) } } } }))), 413, "body"],
-      ["a namespace that does not exist", post(HTTP.structured(requested("bad-12", { data: { ...DATA, namespace: `missing-${run}` } }))), 422, "data.namespace"],
+      [
+        "over 256 KiB",
+        post(HTTP.structured(requested("bad-11", { data: { ...DATA, spec: { ...SPEC, transferPodAnnotations: { pad: "x".repeat(300 * 1024) } } } }))),
+        413,
+        "body",
+      ],
+      [
+        "a namespace that does not exist",
+        post(HTTP.structured(requested("bad-12", { data: { ...DATA, namespace: `missing-${run}` } }))),
+        422,
+        "data.namespace",
+      ],
       ["EventBridge: detail without spec", invoke(bridgeEvent("eb-bad-1", { namespace: NAMESPACE })), 400, "detail.spec"],
       ["EventBridge: another detail-type", invoke(bridgeEvent("eb-bad-2", DATA, { "detail-type": "com.example.other" })), 400, "detail-type"],
       ["EventBridge: a source not allowed", invoke(bridgeEvent("eb-bad-3", DATA, { source: "com.example.intruder" })), 403, "source"],

@@ -14,15 +14,15 @@ import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
-import { createPhaseRunner } from "../../src/runtime/phaseRunner";
-import type { PhaseRunner } from "../../src/runner/runner";
-import { testClusters } from "../support/clusters";
-import { manifest, manifestDiff, writeDataset, type Manifest } from "../support/dataset";
 import { ABSOLUTE_LINK, ABSOLUTE_LINK_TARGET } from "../../src/local/demoData";
-import { dynamoEndpoint, freshLedgerTable, type FreshTable } from "../support/dynamo";
+import { waitFor } from "../../src/local/wait";
+import type { PhaseRunner } from "../../src/runner/runner";
+import { createPhaseRunner } from "../../src/runtime/phaseRunner";
+import { testClusters } from "../support/clusters";
+import { type Manifest, manifest, manifestDiff, writeDataset } from "../support/dataset";
+import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, driveToCompletion, readDvm, requestFor, transferLeftovers } from "../support/migration";
 import { createBoundPvc, ensureNamespace, testNodes, volumeFolder } from "../support/nodes";
-import { waitFor } from "../../src/local/wait";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -45,12 +45,10 @@ beforeAll(async () => {
     policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage },
   });
   await ensureNamespace(clusters.source, ADMIN_NAMESPACE);
-  await clusters.source
-    .makeApiClient(CoreV1Api)
-    .createNamespacedSecret({
-      namespace: ADMIN_NAMESPACE,
-      body: { metadata: { name: `destination-${run}` }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
-    });
+  await clusters.source.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: ADMIN_NAMESPACE,
+    body: { metadata: { name: `destination-${run}` }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
+  });
 });
 
 afterAll(async () => {
@@ -109,29 +107,58 @@ function partialTransferIn(folder: string, bytes: number): boolean {
 
 describe("a migration on real pods", () => {
   it("moves 2 PVCs from 2 namespaces across the two clusters' network namespaces over a NodePort, byte for byte, owners kept", async () => {
-    const owners = [{ uid: 0, gid: 0 }, { uid: 1234, gid: 5678 }, { uid: 1001, gid: 1001 }];
-    const { claims, folders } = await seededVolumes("shop", [
-      { name: "db", bytes: 120 * MiB, files: 3_000 },
-      { name: "media", bytes: 80 * MiB, files: 2_100 },
-    ], owners);
+    const owners = [
+      { uid: 0, gid: 0 },
+      { uid: 1234, gid: 5678 },
+      { uid: 1001, gid: 1001 },
+    ];
+    const { claims, folders } = await seededVolumes(
+      "shop",
+      [
+        { name: "db", bytes: 120 * MiB, files: 3_000 },
+        { name: "media", bytes: 80 * MiB, files: 2_100 },
+      ],
+      owners,
+    );
     const dvm = await migrate(`nodeport-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true });
     expect(dvm.status?.phase).toBe("Completed");
     expect(findCondition(dvm.status?.conditions, "Succeeded")).toBeDefined();
     await expectSameData(claims, folders, { owners: true });
-    expect(await transferLeftovers(clusters, dvm.metadata.uid, claims.map((c) => c.namespace))).toEqual([]);
+    expect(
+      await transferLeftovers(
+        clusters,
+        dvm.metadata.uid,
+        claims.map((c) => c.namespace),
+      ),
+    ).toEqual([]);
 
     // Rollback moves the data back: the source lost files and one changed, and gets the copy again.
     const first = folders[`${claims[0]!.namespace}/${claims[0]!.name}`]!;
     rmSync(join(first, readdirSync(first).find((n) => n.startsWith("d0-"))!), { recursive: true });
     writeFileSync(join(first, "large-0.dat"), "changed on the source after the migration");
-    const back = await migrate(`rollback-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true, migrationType: "Rollback" });
+    const back = await migrate(`rollback-${run}`, {
+      ...TO_DESTINATION,
+      persistentVolumeClaims: claims,
+      endpointType: "NodePort",
+      runAsRoot: true,
+      migrationType: "Rollback",
+    });
     expect(back.status?.phase).toBe("Completed");
     for (const claim of claims) {
-      const copy = await manifest(await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name), { owners: true, exclude: (p) => p === "lost+found" });
+      const copy = await manifest(await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name), {
+        owners: true,
+        exclude: (p) => p === "lost+found",
+      });
       const restored = await manifest(folders[`${claim.namespace}/${claim.name}`]!, { owners: true });
       expect(manifestDiff(copy, restored)).toEqual([]);
     }
-    expect(await transferLeftovers(clusters, back.metadata.uid, claims.map((c) => c.namespace))).toEqual([]);
+    expect(
+      await transferLeftovers(
+        clusters,
+        back.metadata.uid,
+        claims.map((c) => c.namespace),
+      ),
+    ).toEqual([]);
   });
 
   it("runs unprivileged with spec.transferIdentity: the files arrive owned by and readable for that user", async () => {
@@ -143,7 +170,12 @@ describe("a migration on real pods", () => {
     await ensureNamespace(clusters.destination, claim.namespace);
     await createBoundPvc(clusters.destination, claim.namespace, claim.name, { storageClass: nodes.storageClass });
     chownSync(await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name), app.uid, app.gid);
-    const dvm = await migrate(`unprivileged-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", transferIdentity: { runAsUser: app.uid, runAsGroup: app.gid } });
+    const dvm = await migrate(`unprivileged-${run}`, {
+      ...TO_DESTINATION,
+      persistentVolumeClaims: claims,
+      endpointType: "NodePort",
+      transferIdentity: { runAsUser: app.uid, runAsGroup: app.gid },
+    });
     expect(dvm.status?.phase).toBe("Completed");
     // An rsync daemon that cannot chroot (unprivileged) sanitizes incoming symlinks: an absolute target
     // loses its leading slash (rsyncd.conf(5), "munge symlinks"). README says so; runAsRoot keeps it.
@@ -171,16 +203,32 @@ describe("faults on real pods", () => {
     const claim = claims[0]!;
     const name = `server-lost-${run}`;
     let deletedMidTransfer = false;
-    const dvm = await migrate(name, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true, backOffLimit: 5 }, async () => {
-      // Once rsync has written part of a large file on the destination, take the server away.
-      await waitFor("a partly transferred file", async () => {
-        const folder = await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name).catch(() => undefined);
-        return folder !== undefined && partialTransferIn(folder, 8 * MiB);
-      }, 300_000, () => "", 50);
-      const server = (await clusters.destination.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: claim.namespace, labelSelector: "dvm.migration.openshift.io/role=rsync-server" })).items[0];
-      await clusters.destination.makeApiClient(CoreV1Api).deleteNamespacedPod({ namespace: claim.namespace, name: server!.metadata!.name!, gracePeriodSeconds: 0 });
-      deletedMidTransfer = true;
-    });
+    const dvm = await migrate(
+      name,
+      { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true, backOffLimit: 5 },
+      async () => {
+        // Once rsync has written part of a large file on the destination, take the server away.
+        await waitFor(
+          "a partly transferred file",
+          async () => {
+            const folder = await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name).catch(() => undefined);
+            return folder !== undefined && partialTransferIn(folder, 8 * MiB);
+          },
+          300_000,
+          () => "",
+          50,
+        );
+        const server = (
+          await clusters.destination
+            .makeApiClient(CoreV1Api)
+            .listNamespacedPod({ namespace: claim.namespace, labelSelector: "dvm.migration.openshift.io/role=rsync-server" })
+        ).items[0];
+        await clusters.destination
+          .makeApiClient(CoreV1Api)
+          .deleteNamespacedPod({ namespace: claim.namespace, name: server!.metadata!.name!, gracePeriodSeconds: 0 });
+        deletedMidTransfer = true;
+      },
+    );
     expect(deletedMidTransfer).toBe(true);
     expect(dvm.status?.phase).toBe("Completed");
     expect(dvm.status?.rsyncOperations?.[0]?.currentAttempt).toBeGreaterThanOrEqual(2);
@@ -194,16 +242,41 @@ describe("faults on real pods", () => {
     const tinyClass = `tiny-${run}`;
     const inNode = `/tmp/${tinyClass}`;
     mkdirSync(`/proc/${nodes.destination.holderPid}/root${inNode}`);
-    await promisify(execFile)("nsenter", [`--target=${nodes.destination.holderPid}`, "--mount", "--", "mount", "-t", "tmpfs", "-o", "size=16m", "tiny", inNode]);
+    await promisify(execFile)("nsenter", [
+      `--target=${nodes.destination.holderPid}`,
+      "--mount",
+      "--",
+      "mount",
+      "-t",
+      "tmpfs",
+      "-o",
+      "size=16m",
+      "tiny",
+      inNode,
+    ]);
     try {
-      await clusters.destination.makeApiClient(StorageV1Api).createStorageClass({ body: { metadata: { name: tinyClass }, provisioner: "kubernetes.io/no-provisioner" } });
+      await clusters.destination
+        .makeApiClient(StorageV1Api)
+        .createStorageClass({ body: { metadata: { name: tinyClass }, provisioner: "kubernetes.io/no-provisioner" } });
       await clusters.destination.makeApiClient(CoreV1Api).createPersistentVolume({
         body: {
           metadata: { name: tinyClass },
-          spec: { storageClassName: tinyClass, capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: inNode }, persistentVolumeReclaimPolicy: "Retain" },
+          spec: {
+            storageClassName: tinyClass,
+            capacity: { storage: "1Gi" },
+            accessModes: ["ReadWriteOnce"],
+            hostPath: { path: inNode },
+            persistentVolumeReclaimPolicy: "Retain",
+          },
         },
       });
-      const dvm = await migrate(`too-small-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: [{ ...claim, targetStorageClass: tinyClass }], endpointType: "NodePort", runAsRoot: true, backOffLimit: 2 });
+      const dvm = await migrate(`too-small-${run}`, {
+        ...TO_DESTINATION,
+        persistentVolumeClaims: [{ ...claim, targetStorageClass: tinyClass }],
+        endpointType: "NodePort",
+        runAsRoot: true,
+        backOffLimit: 2,
+      });
       expect(dvm.status?.phase).toBe("Completed");
       expect(dvm.status?.itinerary).toBe("VolumeMigrationFailed");
       const failed = findCondition(dvm.status?.conditions, "Failed");
@@ -220,19 +293,40 @@ describe("faults on real pods", () => {
     const { claims } = await seededVolumes("cancel", [{ name: "slow", bytes: 800 * MiB, files: 50 }]);
     const claim = claims[0]!;
     const name = `cancel-${run}`;
-    const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true });
+    const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, {
+      ...TO_DESTINATION,
+      persistentVolumeClaims: claims,
+      endpointType: "NodePort",
+      runAsRoot: true,
+    });
     // Drive it until its client pod runs (the data is moving), then cancel it as a user would.
     for (let step = 0; step < 600; step++) {
       const result = await runner.run(requestFor(dvm));
-      const running = (await clusters.source.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: claim.namespace, labelSelector: "dvm.migration.openshift.io/role=rsync-client" })).items.some((p) => p.status?.phase === "Running");
+      const running = (
+        await clusters.source
+          .makeApiClient(CoreV1Api)
+          .listNamespacedPod({ namespace: claim.namespace, labelSelector: "dvm.migration.openshift.io/role=rsync-client" })
+      ).items.some((p) => p.status?.phase === "Running");
       if (running) break;
       if (result.kind === "finished") throw new Error("the migration finished before it could be cancelled");
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    const cancelled = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/cli/main.ts", "cancel", name, "-n", ADMIN_NAMESPACE, "--timeout", "180"], {
-      cwd: ROOT,
-      env: { ...process.env, KUBECONFIG: clusters.info.source.kubeconfigPath, LEDGER_TABLE_NAME: table.tableName, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint()!.endpoint, AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal", AWS_REGION: "us-east-1" },
-    });
+    const cancelled = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "cancel", name, "-n", ADMIN_NAMESPACE, "--timeout", "180"],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          KUBECONFIG: clusters.info.source.kubeconfigPath,
+          LEDGER_TABLE_NAME: table.tableName,
+          AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint()!.endpoint,
+          AWS_ACCESS_KEY_ID: "dvmlocal",
+          AWS_SECRET_ACCESS_KEY: "dvmlocal",
+          AWS_REGION: "us-east-1",
+        },
+      },
+    );
     expect(cancelled.stdout).toMatch(/Transfer resources removed/);
     expect(await transferLeftovers(clusters, dvm.metadata.uid, [claim.namespace, ADMIN_NAMESPACE])).toEqual([]);
   });
@@ -241,11 +335,16 @@ describe("faults on real pods", () => {
 describe("images", () => {
   it.each(["source", "destination"] as const)("the %s node has only the two images imported from files, and no pod ever pulled one", async (side) => {
     const { stdout } = await promisify(execFile)("ctr", ["--address", nodes[side].containerdSocket, "--namespace", "k8s.io", "images", "list", "--quiet"]);
-    const names = stdout.trim().split("\n").filter((line) => !line.startsWith("sha256:"));
+    const names = stdout
+      .trim()
+      .split("\n")
+      .filter((line) => !line.startsWith("sha256:"));
     expect(names.sort()).toEqual([nodes.pauseImage, nodes.transferImage].sort());
     const events = await clusters[side].makeApiClient(CoreV1Api).listEventForAllNamespaces();
     expect(events.items.filter((e) => e.reason === "Pulled").length).toBeGreaterThan(0);
     // "Pulled" also reports "already present on machine"; an attempt to pull is "Pulling".
-    expect(events.items.filter((e) => e.reason === "Pulling" || (e.reason === "Pulled" && !/already present/.test(e.message ?? ""))).map((e) => e.message)).toEqual([]);
+    expect(
+      events.items.filter((e) => e.reason === "Pulling" || (e.reason === "Pulled" && !/already present/.test(e.message ?? ""))).map((e) => e.message),
+    ).toEqual([]);
   });
 });

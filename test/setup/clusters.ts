@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { TestProject } from "vitest/node";
-import { DEFAULT_CRD_DIR, startControlPlane, type ControlPlane } from "../../src/local/controlPlane";
+import { type ControlPlane, DEFAULT_CRD_DIR, startControlPlane } from "../../src/local/controlPlane";
 import { installCrds } from "../../src/local/crds";
 import { wantsService } from "./services";
 
@@ -58,9 +58,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
 
   const logRoot = mkdtempSync(join(tmpdir(), "dvm-test-logs-"));
   if (process.env.DVM_KEEP_LOGS) console.error(`[clusters] control plane logs: ${logRoot}`);
-  const started = await Promise.allSettled(
-    (["source", "destination"] as const).map((name) => startControlPlane({ name, logDir: join(logRoot, name) })),
-  );
+  const started = await Promise.allSettled((["source", "destination"] as const).map((name) => startControlPlane({ name, logDir: join(logRoot, name) })));
   const planes = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
   const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
   if (failed) {

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { defaultBinDir } from "../../src/local/controlPlane";
+import { startNodeClusters } from "../../src/local/nodes/clusters";
 import { nodeModeSupport } from "../../src/local/nodes/host";
 import { ensureNodeImages } from "../../src/local/nodes/images";
-import { startNodeClusters } from "../../src/local/nodes/clusters";
 import type { ProvidedCluster } from "./clusters";
 
 export interface ProvidedNode {
@@ -52,7 +52,13 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   const [source, destination] = nodes.clusters;
   if (!source || !destination) throw new Error("node mode started fewer than two clusters");
   const cluster = (c: typeof source): ProvidedCluster => ({ name: c.name, kubeconfigPath: c.kubeconfigPath, etcdUrl: c.etcdUrl, nodeName: c.node.nodeName });
-  const node = (c: typeof source, netns: string): ProvidedNode => ({ holderPid: c.node.holderPid, nodeName: c.node.nodeName, nodeIp: c.node.nodeIp, netns, containerdSocket: c.node.containerdSocket });
+  const node = (c: typeof source, netns: string): ProvidedNode => ({
+    holderPid: c.node.holderPid,
+    nodeName: c.node.nodeName,
+    nodeIp: c.node.nodeIp,
+    netns,
+    containerdSocket: c.node.containerdSocket,
+  });
   provide("clusters", { local: true, source: cluster(source), destination: cluster(destination) });
   provide("nodes", {
     source: node(source, nodes.plan.nodes[0]!.netns),

@@ -7,5 +7,8 @@ export type TestService = "dynamo" | "clusters";
 export function wantsService(service: TestService): boolean {
   const wanted = process.env.DVM_TEST_SERVICES;
   if (!wanted) return true;
-  return wanted.split(",").map((s) => s.trim()).includes(service);
+  return wanted
+    .split(",")
+    .map((s) => s.trim())
+    .includes(service);
 }

@@ -16,9 +16,7 @@ export interface TestClusters {
 export function testClusters(): TestClusters {
   const info = inject("clusters");
   if (!info) {
-    throw new Error(
-      'no clusters in this run: the "clusters" service is off (DVM_TEST_SERVICES) or this is not the integration project',
-    );
+    throw new Error('no clusters in this run: the "clusters" service is off (DVM_TEST_SERVICES) or this is not the integration project');
   }
   return { source: load(info.source), destination: load(info.destination), info };
 }

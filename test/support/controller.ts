@@ -2,19 +2,25 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startLocalController, type LocalController } from "../../src/local/controller";
+import type { MigrationPolicy } from "../../src/dvm/policy";
+import { type LocalController, startLocalController } from "../../src/local/controller";
 import type { Logger } from "../../src/log";
 import type { TestClusters } from "./clusters";
 import { dynamoEndpoint } from "./dynamo";
-import { TEST_MIGRATION_POLICY, type MigrationFixture } from "./migration";
-import type { MigrationPolicy } from "../../src/dvm/policy";
+import { type MigrationFixture, TEST_MIGRATION_POLICY } from "./migration";
 
 export interface TestControllerOptions {
   /** The operator's migration policy for the phase function; default TEST_MIGRATION_POLICY. */
   policy?: MigrationPolicy;
 }
 
-export async function startTestController(clusters: TestClusters, fixture: MigrationFixture, name: string, log: Logger, options: TestControllerOptions = {}): Promise<LocalController> {
+export async function startTestController(
+  clusters: TestClusters,
+  fixture: MigrationFixture,
+  name: string,
+  log: Logger,
+  options: TestControllerOptions = {},
+): Promise<LocalController> {
   const dynamo = dynamoEndpoint();
   if (!dynamo) throw new Error("DynamoDB is not part of this run");
   // The controller and the function it starts read the ledger's endpoint from the environment.

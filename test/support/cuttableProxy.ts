@@ -2,7 +2,7 @@
  * A network partition between a client and an API server, for tests: a TCP proxy that can drop every
  * connection and refuse new ones, and a kubeconfig that goes through it.
  */
-import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 
 /** The same credentials through another URL (the proxy's); the certificate is for 127.0.0.1 either way. */

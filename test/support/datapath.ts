@@ -6,24 +6,44 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, closeSync, existsSync, fchmodSync, openSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { findFreePort } from "../../src/local/ports";
 import type { TransferPki } from "../../src/transfer/certificates";
-import { moduleMountPath, transferPaths, type TransferPaths } from "../../src/transfer/paths";
-import { rsyncClientPod, rsyncServerPod, type RsyncClientPodOptions, type TransferPod } from "../../src/transfer/pods";
+import { moduleMountPath, type TransferPaths, transferPaths } from "../../src/transfer/paths";
+import { type RsyncClientPodOptions, rsyncClientPod, rsyncServerPod, type TransferPod } from "../../src/transfer/pods";
 import { parseRsyncProgress, type RsyncProgress } from "../../src/transfer/progress";
 import { moduleNameFor } from "../../src/transfer/rsyncd";
-import { clientTransferSecretData, serverTransferSecretData, type PvcRef } from "../../src/transfer/secrets";
+import { clientTransferSecretData, type PvcRef, serverTransferSecretData } from "../../src/transfer/secrets";
 
-const PROGRAMS: Array<[string, string[]]> = [["rsync", ["--version"]], ["stunnel", ["-version"]], ["openssl", ["version"]], ["bash", ["--version"]]];
+const PROGRAMS: Array<[string, string[]]> = [
+  ["rsync", ["--version"]],
+  ["stunnel", ["-version"]],
+  ["openssl", ["version"]],
+  ["bash", ["--version"]],
+];
 
 /** Fails (never skips) when a program of the data path is missing. */
 export function assertDataPathPrograms(): void {
   const missing = PROGRAMS.filter(([cmd, args]) => spawnSync(cmd, args, { stdio: "ignore" }).error !== undefined).map(([cmd]) => cmd);
   if (missing.length > 0) {
-    throw new Error(`The data path tests run the real programs, and ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not installed. Install them: apt-get update && apt-get install -y rsync stunnel4 openssl bash`);
+    throw new Error(
+      `The data path tests run the real programs, and ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not installed. Install them: apt-get update && apt-get install -y rsync stunnel4 openssl bash`,
+    );
   }
 }
 
@@ -119,7 +139,8 @@ export async function waitForPort(port: number, host = "127.0.0.1", timeoutMs = 
     });
     if (open) return;
     if (process && !process.running()) throw new Error(`${process.name} exited before listening on ${port}:\n${process.output()}`);
-    if (Date.now() > deadline) throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms${process ? `; ${process.name} said:\n${process.output()}` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms${process ? `; ${process.name} said:\n${process.output()}` : ""}`);
     await sleep(50);
   }
 }
@@ -222,7 +243,15 @@ export async function startLocalServerPod(processes: LocalProcesses, options: Lo
     stunnelAcceptHost: options.stunnelAcceptHost ?? "127.0.0.1",
     paths,
   });
-  const pod = rsyncServerPod({ name: "rsync-server", namespace: options.namespace, configSecretName: "rsync-server", pvcs: options.pvcs, runAsRoot: options.runAsRoot, stunnelPort, paths });
+  const pod = rsyncServerPod({
+    name: "rsync-server",
+    namespace: options.namespace,
+    configSecretName: "rsync-server",
+    pvcs: options.pvcs,
+    runAsRoot: options.runAsRoot,
+    stunnelPort,
+    paths,
+  });
   writeSecretVolume(pod, secretData, paths.configDir);
   const volumePath = (pvc: PvcRef) => moduleMountPath(paths, moduleNameFor(pvc));
   for (const pvc of options.pvcs) {
@@ -311,8 +340,14 @@ export async function runLocalClientPod(processes: LocalProcesses, options: Loca
   });
   writeSecretVolume(pod, secretData, paths.configDir);
   const identity = { ...(options.uid !== undefined ? { uid: options.uid } : {}), ...(options.gid !== undefined ? { gid: options.gid } : {}) };
-  const sidecar = processes.start(`${pod.metadata.name} stunnel`, container(pod, "stunnel").command ?? [], { env: containerEnv(pod, "stunnel", secretData), ...identity });
-  const rsync = processes.start(`${pod.metadata.name} rsync`, container(pod, "rsync").command ?? [], { env: containerEnv(pod, "rsync", secretData), ...identity });
+  const sidecar = processes.start(`${pod.metadata.name} stunnel`, container(pod, "stunnel").command ?? [], {
+    env: containerEnv(pod, "stunnel", secretData),
+    ...identity,
+  });
+  const rsync = processes.start(`${pod.metadata.name} rsync`, container(pod, "rsync").command ?? [], {
+    env: containerEnv(pod, "rsync", secretData),
+    ...identity,
+  });
 
   const deadline = Date.now() + (options.timeoutMs ?? 90_000);
   let deleted = false;
@@ -382,9 +417,10 @@ export function snapshotTree(root: string, skip: (relative: string) => boolean =
     }
   };
   walk("");
-  for (const group of byInode.values()) for (const rel of group) {
-    const entry = entries.get(rel);
-    if (entry) entry.links = [...group].sort();
-  }
+  for (const group of byInode.values())
+    for (const rel of group) {
+      const entry = entries.get(rel);
+      if (entry) entry.links = [...group].sort();
+    }
   return entries;
 }

@@ -1,6 +1,7 @@
 /** DynamoDB for integration tests: a client for the endpoint the global setup provides, fresh tables. */
-import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+
 import { randomUUID } from "node:crypto";
+import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { inject } from "vitest";
 import { createLedgerClient, ensureLedgerTable } from "../../src/ledger";
 

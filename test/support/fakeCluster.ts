@@ -40,7 +40,11 @@ export class FakeCluster implements Cluster {
     return { object: structuredClone(stored) as T, created: true };
   }
 
-  async list<T extends KubeObject = KubeObject>(kind: { apiVersion: string; kind: string }, namespace: string | undefined, labels: Record<string, string>): Promise<T[]> {
+  async list<T extends KubeObject = KubeObject>(
+    kind: { apiVersion: string; kind: string },
+    namespace: string | undefined,
+    labels: Record<string, string>,
+  ): Promise<T[]> {
     return [...this.objects.values()]
       .filter((o) => o.apiVersion === kind.apiVersion && o.kind === kind.kind)
       .filter((o) => namespace === undefined || o.metadata.namespace === namespace)

@@ -2,8 +2,9 @@
  * In-memory PhaseLedger with the same conditional semantics as the DynamoDB one, for unit tests of the
  * runner's decisions. The real ledger is tested against DynamoDB Local in test/integration.
  */
-import { LostClaimError } from "../../src/ledger";
+
 import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "../../src/ledger";
+import { LostClaimError } from "../../src/ledger";
 
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
 
@@ -34,7 +35,7 @@ export class MemoryLedger implements PhaseLedger {
 
   private held(claim: Claim) {
     const entry = this.entries.get(keyOf(claim.key));
-    if (!entry || entry.state !== "RUNNING" || entry.attempts !== claim.attempt) {
+    if (entry?.state !== "RUNNING" || entry.attempts !== claim.attempt) {
       throw new LostClaimError(claim.key, claim.attempt, entry ? { attempt: entry.attempts, state: entry.state } : undefined);
     }
     return entry;

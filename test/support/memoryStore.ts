@@ -1,6 +1,6 @@
 /** In-memory DvmStore with resourceVersion preconditions, for unit tests of the runner. */
-import { DVM_API_VERSION, DVM_KIND, type DirectVolumeMigration, type DvmStatus } from "../../src/dvm/types";
-import { statusMergePatch, toDvm, type DvmStore } from "../../src/kube/dvmStore";
+import { type DirectVolumeMigration, DVM_API_VERSION, DVM_KIND, type DvmStatus } from "../../src/dvm/types";
+import { type DvmStore, statusMergePatch, toDvm } from "../../src/kube/dvmStore";
 import { KubeApiError } from "../../src/kube/errors";
 
 export class MemoryDvmStore implements DvmStore {
@@ -14,7 +14,14 @@ export class MemoryDvmStore implements DvmStore {
     this.dvm = {
       apiVersion: DVM_API_VERSION,
       kind: DVM_KIND,
-      metadata: { name: "dvm", namespace: "openshift-migration", uid: "11111111-2222-3333-4444-555555555555", generation: 1, resourceVersion: "1", ...metadata },
+      metadata: {
+        name: "dvm",
+        namespace: "openshift-migration",
+        uid: "11111111-2222-3333-4444-555555555555",
+        generation: 1,
+        resourceVersion: "1",
+        ...metadata,
+      },
       spec,
       status: {},
     };

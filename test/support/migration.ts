@@ -4,16 +4,16 @@
  * cluster hosts the DVMs), and a driver that calls the runner the way the relay does.
  */
 import { readFileSync } from "node:fs";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
-import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, type DirectVolumeMigration } from "../../src/dvm/types";
-import { toDvm } from "../../src/kube/dvmStore";
-import { KINDS } from "../../src/kube/objects";
-import { KubeCluster } from "../../src/kube/kubeCluster";
-import { LABEL, transferSelector } from "../../src/phases/names";
-import type { PhaseRunner } from "../../src/runner/runner";
-import type { ReconcileRequest, RunResult } from "../../src/runner/request";
-import type { TestClusters } from "./clusters";
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
+import { type DirectVolumeMigration, DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
+import { toDvm } from "../../src/kube/dvmStore";
+import { KubeCluster } from "../../src/kube/kubeCluster";
+import { KINDS } from "../../src/kube/objects";
+import { LABEL, transferSelector } from "../../src/phases/names";
+import type { ReconcileRequest, RunResult } from "../../src/runner/request";
+import type { PhaseRunner } from "../../src/runner/runner";
+import type { TestClusters } from "./clusters";
 
 /**
  * The harness's operator policy: the fixture's DVMs live in `dvm-<run>` and move PVCs across namespaces,
@@ -43,7 +43,9 @@ export async function createMigrationFixture(clusters: TestClusters, run: string
   const dvmNamespace = `dvm-${run}`;
   const storageClass = `fast-${run}`;
   for (const name of [shop, ops, dvmNamespace]) {
-    await core.createNamespace({ body: { metadata: { name, labels: { team: name.split("-")[0]!, [`${name.split("-")[0]}.example.com/tier`]: "gold" } } } }).catch(ignoreExists);
+    await core
+      .createNamespace({ body: { metadata: { name, labels: { team: name.split("-")[0]!, [`${name.split("-")[0]}.example.com/tier`]: "gold" } } } })
+      .catch(ignoreExists);
   }
   const pvc = (namespace: string, name: string, size: string) =>
     core
@@ -72,7 +74,14 @@ export async function createMigrationFixture(clusters: TestClusters, run: string
     destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },
     persistentVolumeClaims: [
       { name: "db", namespace: shop, targetNamespace: shopTarget, targetStorageClass: storageClass, targetAccessModes: ["ReadWriteOnce"] },
-      { name: "media", namespace: shop, targetNamespace: shopTarget, targetName: "media-new", targetStorageClass: storageClass, targetAccessModes: ["ReadWriteMany"] },
+      {
+        name: "media",
+        namespace: shop,
+        targetNamespace: shopTarget,
+        targetName: "media-new",
+        targetStorageClass: storageClass,
+        targetAccessModes: ["ReadWriteMany"],
+      },
       { name: "logs", namespace: ops, targetNamespace: opsTarget, targetStorageClass: storageClass, targetAccessModes: ["ReadWriteOnce"], verify: true },
     ],
   };
@@ -91,7 +100,9 @@ export async function createDvm(kc: KubeConfig, namespace: string, name: string,
 }
 
 export async function readDvm(kc: KubeConfig, namespace: string, name: string): Promise<DirectVolumeMigration> {
-  return toDvm(await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name }));
+  return toDvm(
+    await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name }),
+  );
 }
 
 export function requestFor(dvm: DirectVolumeMigration): ReconcileRequest {
@@ -132,11 +143,16 @@ export class CreationCounter {
   static async start(kc: KubeConfig, uid: string, paths: string[]): Promise<CreationCounter> {
     const counter = new CreationCounter();
     for (const path of paths) {
-      const abort = await new Watch(kc).watch(path, { labelSelector: `${LABEL.dvmUid}=${uid}` }, (type, object: { kind?: string; metadata?: { namespace?: string; name?: string } }) => {
-        if (type !== "ADDED") return;
-        const key = `${path}:${object.metadata?.namespace}/${object.metadata?.name}`;
-        counter.added.set(key, (counter.added.get(key) ?? 0) + 1);
-      }, () => undefined);
+      const abort = await new Watch(kc).watch(
+        path,
+        { labelSelector: `${LABEL.dvmUid}=${uid}` },
+        (type, object: { kind?: string; metadata?: { namespace?: string; name?: string } }) => {
+          if (type !== "ADDED") return;
+          const key = `${path}:${object.metadata?.namespace}/${object.metadata?.name}`;
+          counter.added.set(key, (counter.added.get(key) ?? 0) + 1);
+        },
+        () => undefined,
+      );
       counter.aborts.push(abort);
     }
     return counter;

@@ -44,7 +44,15 @@ export async function packageService(options: PackageOptions): Promise<PackagedS
       timeout: options.timeoutMs ?? 240_000,
       maxBuffer: 16 << 20,
       // Dummy credentials: packaging talks to no AWS service.
-      env: { ...process.env, AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test", AWS_SESSION_TOKEN: "", AWS_PROFILE: "", AWS_REGION: "us-east-1", DVM_ESBUILD_WORK_FOLDER: "" },
+      env: {
+        ...process.env,
+        AWS_ACCESS_KEY_ID: "test",
+        AWS_SECRET_ACCESS_KEY: "test",
+        AWS_SESSION_TOKEN: "",
+        AWS_PROFILE: "",
+        AWS_REGION: "us-east-1",
+        DVM_ESBUILD_WORK_FOLDER: "",
+      },
     });
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string; message: string };

@@ -1,7 +1,7 @@
 /** A PhaseContext over fake clusters, for unit tests of phase decisions. */
 import type { ItineraryName, PhaseName } from "../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY, transferImageFor } from "../../src/dvm/policy";
-import { parseDvmSpec, type DvmStatus } from "../../src/dvm/types";
+import { type DvmStatus, parseDvmSpec } from "../../src/dvm/types";
 import { silentLogger } from "../../src/log";
 import type { PhaseContext } from "../../src/phases/types";
 import { volumePairs } from "../../src/phases/volumes";

@@ -3,14 +3,14 @@
  * kill or partition it: its own kubeconfig (e.g. through a CuttableProxy), its own Lambda stand-in, its
  * JSON log lines, and its /readyz.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { findFreePort } from "../../src/local/ports";
 import type { ReplicaStats } from "../../src/relay/replica";
-import { startLambdaStandIn, type LambdaStandIn } from "./lambdaStandIn";
+import { type LambdaStandIn, startLambdaStandIn } from "./lambdaStandIn";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 

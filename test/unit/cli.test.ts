@@ -7,28 +7,20 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ITINERARIES } from "../../src/dvm/itinerary";
-import type { DirectVolumeMigration } from "../../src/dvm/types";
-import type { CliIo } from "../../src/cli/io";
 import { CliContext } from "../../src/cli/context";
 import { explainError } from "../../src/cli/errors";
+import type { CliIo } from "../../src/cli/io";
 import { retryWhileBusy } from "../../src/cli/lookup";
 import { runCli } from "../../src/cli/program";
-import { KubeApiError } from "../../src/kube/errors";
-import { LedgerError, LedgerUnavailableError } from "../../src/ledger";
 import { parsePercent, volumeProgressOf } from "../../src/cli/progress";
-import {
-  draftFromDocument,
-  flagForField,
-  formatIssue,
-  parsePvcFlag,
-  parseSecretRef,
-  specFromFlags,
-  validateDraft,
-} from "../../src/cli/spec";
+import { draftFromDocument, flagForField, formatIssue, parsePvcFlag, parseSecretRef, specFromFlags, validateDraft } from "../../src/cli/spec";
 import { formatAge, summarizeDvm, volumesSummary } from "../../src/cli/summary";
 import { renderTable } from "../../src/cli/table";
 import { BarWatchView, PlainWatchView, snapshotOf } from "../../src/cli/watchView";
+import { ITINERARIES } from "../../src/dvm/itinerary";
+import type { DirectVolumeMigration } from "../../src/dvm/types";
+import { KubeApiError } from "../../src/kube/errors";
+import { LedgerError, LedgerUnavailableError } from "../../src/ledger";
 
 function fakeIo(env: Record<string, string | undefined> = {}, cwd = tmpdir()) {
   let out = "";
@@ -73,7 +65,15 @@ describe("specFromFlags + validateDraft", () => {
     expect(spec).toEqual({
       persistentVolumeClaims: [
         { namespace: "shop", name: "db", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"], verify: true },
-        { namespace: "shop", name: "media", targetNamespace: "shop-new", targetName: "media2", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"], verify: true },
+        {
+          namespace: "shop",
+          name: "media",
+          targetNamespace: "shop-new",
+          targetName: "media2",
+          targetStorageClass: "fast",
+          targetAccessModes: ["ReadWriteOnce"],
+          verify: true,
+        },
       ],
       destinationCluster: { kubeconfigSecretRef: { name: "dst" } },
       backOffLimit: 3,
@@ -84,7 +84,12 @@ describe("specFromFlags + validateDraft", () => {
   });
 
   it("names every failing field and the flag that sets it", () => {
-    const { spec, issues: early } = specFromFlags({ pvc: ["shop/db", "nonsense"], accessMode: ["ReadWriteSometimes"], backoffLimit: "many", endpointType: "Tunnel" });
+    const { spec, issues: early } = specFromFlags({
+      pvc: ["shop/db", "nonsense"],
+      accessMode: ["ReadWriteSometimes"],
+      backoffLimit: "many",
+      endpointType: "Tunnel",
+    });
     const issues = validateDraft({ name: "Bad_Name", spec }, true, early).map(formatIssue);
     expect(issues).toEqual([
       'spec.persistentVolumeClaims[1] (--pvc): "nonsense" is not NAMESPACE/NAME[=TARGET_NAMESPACE[/TARGET_NAME]]',
@@ -196,13 +201,23 @@ const completedDvm: DirectVolumeMigration = {
     itinerary: "VolumeMigration",
     step: "16/16",
     conditions: [
-      { type: "Succeeded", status: "True", category: "Advisory", reason: "Completed", message: "The migration has succeeded", lastTransitionTime: "2026-01-02T03:00:00Z", durable: true },
+      {
+        type: "Succeeded",
+        status: "True",
+        category: "Advisory",
+        reason: "Completed",
+        message: "The migration has succeeded",
+        lastTransitionTime: "2026-01-02T03:00:00Z",
+        durable: true,
+      },
     ],
     rsyncOperations: [
       { pvcReference: { namespace: "shop", name: "db" }, currentAttempt: 1, succeeded: true },
       { pvcReference: { namespace: "ops", name: "logs" }, currentAttempt: 2, failed: true },
     ],
-    successfulPods: [{ name: "p1", namespace: "shop", pvcRef: { namespace: "shop", name: "db" }, lastObservedProgressPercent: "100%", lastObservedTransferRate: "10MB/s" }],
+    successfulPods: [
+      { name: "p1", namespace: "shop", pvcRef: { namespace: "shop", name: "db" }, lastObservedProgressPercent: "100%", lastObservedTransferRate: "10MB/s" },
+    ],
   },
 };
 
@@ -210,7 +225,15 @@ describe("summarizeDvm", () => {
   it("reads step numbers from the itinerary table and a result per PVC", () => {
     const s = summarizeDvm(completedDvm, Date.parse("2026-01-02T03:04:05Z"));
     const total = ITINERARIES.VolumeMigration.length;
-    expect(s).toMatchObject({ phase: "Completed", step: total, totalSteps: total, stepLabel: `Step ${total}/${total}`, result: "Succeeded", age: "10m", conditionsSummary: "Succeeded" });
+    expect(s).toMatchObject({
+      phase: "Completed",
+      step: total,
+      totalSteps: total,
+      stepLabel: `Step ${total}/${total}`,
+      result: "Succeeded",
+      age: "10m",
+      conditionsSummary: "Succeeded",
+    });
     expect(s.volumes).toEqual([
       { pvc: "shop/db", target: "shop/db", attempt: 1, state: "succeeded", progress: "100%", rate: "10MB/s", pod: "shop/p1" },
       { pvc: "ops/logs", target: "ops-new/logs", attempt: 2, state: "failed" },
@@ -219,14 +242,30 @@ describe("summarizeDvm", () => {
   });
 
   it("says Pending before the controller wrote a status, and Failed after a failed migration", () => {
-    expect(summarizeDvm({ ...completedDvm, status: {} }, 0)).toMatchObject({ result: "Pending", stepLabel: "", volumes: [{ state: "waiting" }, { state: "waiting" }] });
-    const failed = { ...completedDvm, status: { ...completedDvm.status, itinerary: "VolumeMigrationFailed", conditions: [{ type: "Failed", status: "True" as const, category: "Critical" as const, lastTransitionTime: "" }] } };
+    expect(summarizeDvm({ ...completedDvm, status: {} }, 0)).toMatchObject({
+      result: "Pending",
+      stepLabel: "",
+      volumes: [{ state: "waiting" }, { state: "waiting" }],
+    });
+    const failed = {
+      ...completedDvm,
+      status: {
+        ...completedDvm.status,
+        itinerary: "VolumeMigrationFailed",
+        conditions: [{ type: "Failed", status: "True" as const, category: "Critical" as const, lastTransitionTime: "" }],
+      },
+    };
     expect(summarizeDvm(failed, 0)).toMatchObject({ result: "Failed", step: 4, totalSteps: 4, conditionsSummary: "Failed(Critical)" });
   });
 
   it("formats ages as kubectl does", () => {
     const now = Date.parse("2026-01-10T00:00:00Z");
-    expect(["2026-01-09T23:59:30Z", "2026-01-09T23:30:00Z", "2026-01-09T21:15:00Z", "2026-01-07T22:00:00Z"].map((t) => formatAge(t, now))).toEqual(["30s", "30m", "2h45m", "2d2h"]);
+    expect(["2026-01-09T23:59:30Z", "2026-01-09T23:30:00Z", "2026-01-09T21:15:00Z", "2026-01-07T22:00:00Z"].map((t) => formatAge(t, now))).toEqual([
+      "30s",
+      "30m",
+      "2h45m",
+      "2d2h",
+    ]);
   });
 });
 
@@ -237,9 +276,25 @@ describe("progress records and the plain watch output", () => {
       kind: "DirectVolumeMigrationProgress",
       metadata: { name: "dvm-abc-0", namespace: "dvm" },
       spec: { pvcName: "db", pvcNamespace: "shop" },
-      status: { podName: "dvm-abc-rsync-0-1", attempt: 1, phase: "running", lastObservedProgressPercent: "42%", lastObservedTransferRate: "1.2MB/s", bytesTransferred: 1234 },
+      status: {
+        podName: "dvm-abc-rsync-0-1",
+        attempt: 1,
+        phase: "running",
+        lastObservedProgressPercent: "42%",
+        lastObservedTransferRate: "1.2MB/s",
+        bytesTransferred: 1234,
+      },
     };
-    expect(volumeProgressOf(record)).toEqual({ pvc: "shop/db", record: "dvm-abc-0", pod: "dvm-abc-rsync-0-1", attempt: 1, state: "running", percent: 42, rate: "1.2MB/s", bytesTransferred: 1234 });
+    expect(volumeProgressOf(record)).toEqual({
+      pvc: "shop/db",
+      record: "dvm-abc-0",
+      pod: "dvm-abc-rsync-0-1",
+      attempt: 1,
+      state: "running",
+      percent: 42,
+      rate: "1.2MB/s",
+      bytesTransferred: 1234,
+    });
     expect(volumeProgressOf({ ...record, status: { phase: "succeeded" } })).toMatchObject({ state: "succeeded", percent: 100 });
     expect(volumeProgressOf({ ...record, status: undefined })).toEqual({ pvc: "shop/db", record: "dvm-abc-0", state: "waiting" });
     expect([parsePercent("7.5%"), parsePercent("x"), parsePercent(140)]).toEqual([7.5, undefined, 100]);
@@ -292,17 +347,21 @@ describe("retryWhileBusy", () => {
     const { io } = fakeIo();
     const ctx = new CliContext({}, io);
     const answers = [new KubeApiError("busy", 429, "TooManyRequests"), new KubeApiError("unavailable", 503, undefined), "dvm"];
-    expect(await retryWhileBusy(ctx, async () => {
-      const next = answers.shift();
-      if (next instanceof Error) throw next;
-      return next;
-    })).toBe("dvm");
+    expect(
+      await retryWhileBusy(ctx, async () => {
+        const next = answers.shift();
+        if (next instanceof Error) throw next;
+        return next;
+      }),
+    ).toBe("dvm");
     let reads = 0;
     const forbidden = new KubeApiError("forbidden", 403, "Forbidden");
     await expect(retryWhileBusy(ctx, async () => (reads++, Promise.reject(forbidden)))).rejects.toBe(forbidden);
     expect(reads).toBe(1);
     reads = 0;
-    await expect(retryWhileBusy(ctx, async () => (reads++, Promise.reject(new KubeApiError("busy", 429, undefined))))).rejects.toMatchObject({ statusCode: 429 });
+    await expect(retryWhileBusy(ctx, async () => (reads++, Promise.reject(new KubeApiError("busy", 429, undefined))))).rejects.toMatchObject({
+      statusCode: 429,
+    });
     expect(reads).toBe(4);
   });
 });
@@ -313,16 +372,26 @@ describe("explainError", () => {
 
   it("turns API server failures into one line naming the server and what to check", () => {
     const refused = new KubeApiError("host: discover migration.openshift.io/v1alpha1: connect ECONNREFUSED 10.0.0.1:6443", undefined, undefined);
-    expect(explainError(refused, where).message).toBe("cannot reach the Kubernetes API server at https://10.0.0.1:6443 (connect ECONNREFUSED 10.0.0.1:6443): check --kubeconfig/--context or KUBECONFIG");
+    expect(explainError(refused, where).message).toBe(
+      "cannot reach the Kubernetes API server at https://10.0.0.1:6443 (connect ECONNREFUSED 10.0.0.1:6443): check --kubeconfig/--context or KUBECONFIG",
+    );
     expect(explainError(new KubeApiError("read x: Unauthorized", 401, "Unauthorized"), where).message).toMatch(/rejected the credentials \(401 Unauthorized\)/);
-    expect(explainError(new KubeApiError("read x: forbidden: no", 403, "Forbidden"), where).message).toBe("not allowed by the API server at https://10.0.0.1:6443: read x: forbidden: no");
+    expect(explainError(new KubeApiError("read x: forbidden: no", 403, "Forbidden"), where).message).toBe(
+      "not allowed by the API server at https://10.0.0.1:6443: read x: forbidden: no",
+    );
   });
 
   it("turns ledger failures into one line naming the table and the endpoint", () => {
-    const missing = new LedgerError("ledger history u failed: ResourceNotFoundException: Cannot do operations on a non-existent table", { cause: named("ResourceNotFoundException", "Cannot do operations on a non-existent table") });
-    expect(explainError(missing, where).message).toBe('ledger table "dvm-ledger" not found at http://localhost:8000: check --table (LEDGER_TABLE_NAME) and --dynamodb-endpoint');
+    const missing = new LedgerError("ledger history u failed: ResourceNotFoundException: Cannot do operations on a non-existent table", {
+      cause: named("ResourceNotFoundException", "Cannot do operations on a non-existent table"),
+    });
+    expect(explainError(missing, where).message).toBe(
+      'ledger table "dvm-ledger" not found at http://localhost:8000: check --table (LEDGER_TABLE_NAME) and --dynamodb-endpoint',
+    );
     const down = new LedgerUnavailableError("history u", 3, Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8000"), { code: "ECONNREFUSED" }));
-    expect(explainError(down, where).message).toBe('cannot reach DynamoDB at http://localhost:8000 for table "dvm-ledger" (connect ECONNREFUSED 127.0.0.1:8000): check --dynamodb-endpoint (AWS_ENDPOINT_URL_DYNAMODB)');
+    expect(explainError(down, where).message).toBe(
+      'cannot reach DynamoDB at http://localhost:8000 for table "dvm-ledger" (connect ECONNREFUSED 127.0.0.1:8000): check --dynamodb-endpoint (AWS_ENDPOINT_URL_DYNAMODB)',
+    );
     const noCredentials = new LedgerError("x", { cause: named("CredentialsProviderError", "Could not load credentials from any providers") });
     expect(explainError(noCredentials, where).message).toMatch(/^DynamoDB at http:\/\/localhost:8000 did not accept the AWS credentials/);
     const noRegion = new LedgerError("x", { cause: new Error("Region is missing") });
@@ -336,6 +405,15 @@ describe("explainError", () => {
 
 describe("renderTable", () => {
   it("pads columns and aligns numbers right", () => {
-    expect(renderTable(["A", "NUM", "C"], [["x", "1", "long text"], ["yyy", "22", ""]], ["left", "right"])).toBe("A    NUM  C\nx      1  long text\nyyy   22");
+    expect(
+      renderTable(
+        ["A", "NUM", "C"],
+        [
+          ["x", "1", "long text"],
+          ["yyy", "22", ""],
+        ],
+        ["left", "right"],
+      ),
+    ).toBe("A    NUM  C\nx      1  long text\nyyy   22");
   });
 });

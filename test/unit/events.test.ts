@@ -3,28 +3,29 @@
  * naming its field), the DVM name derived from an event, and the outgoing events built from a ledger
  * history (their timings, their ids, and that no credential reaches them).
  */
-import { CloudEvent, HTTP, type Message } from "cloudevents";
+
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { CloudEvent, HTTP, type Message } from "cloudevents";
 import { describe, expect, it } from "vitest";
-import type { LedgerEntry } from "../../src/ledger";
-import { DEFAULT_MAX_EVENT_BYTES, receiveEventBridgeEvent, receiveHttpEvent, type HttpMessage } from "../../src/events/incoming";
-import { NAME_HASH_LENGTH, createdForEvent, dvmNameForEvent, EVENT_ANNOTATION } from "../../src/events/names";
+import { DEFAULT_MAX_EVENT_BYTES, type HttpMessage, receiveEventBridgeEvent, receiveHttpEvent } from "../../src/events/incoming";
+import type { CreateResult, MigrationStore, NewMigration } from "../../src/events/migrationStore";
+import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION, NAME_HASH_LENGTH } from "../../src/events/names";
 import { completionEvents, eventsWanted, redactSecrets } from "../../src/events/outgoing";
 import {
   MAX_NAME_PREFIX,
-  OUTGOING_EVENT_TYPES,
   MIGRATION_FAILED,
   MIGRATION_REQUESTED,
   MIGRATION_SUCCEEDED,
   MigrationFinishedDataSchema,
   MigrationRequestedDataSchema,
+  OUTGOING_EVENT_TYPES,
   PHASE_COMPLETED,
   PhaseCompletedDataSchema,
 } from "../../src/events/schema";
 import { eventBridgeSourceMatch, parseSourceAllowList } from "../../src/events/sources";
 import { createTrigger } from "../../src/events/trigger";
-import type { CreateResult, MigrationStore, NewMigration } from "../../src/events/migrationStore";
+import type { LedgerEntry } from "../../src/ledger";
 
 const SPEC = {
   persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
@@ -77,13 +78,23 @@ describe("malformed events: refused with the failing field named, nothing create
     ["no PVCs", asMessage(HTTP.structured(requested({ data: { ...DATA, spec: { persistentVolumeClaims: [] } } }))), 400, "data.spec.persistentVolumeClaims"],
     [
       "a bad access mode",
-      asMessage(HTTP.structured(requested({ data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetAccessModes: ["ReadWriteSometimes"] }] } } }))),
+      asMessage(
+        HTTP.structured(
+          requested({
+            data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetAccessModes: ["ReadWriteSometimes"] }] } },
+          }),
+        ),
+      ),
       400,
       "data.spec.persistentVolumeClaims[0].targetAccessModes[0]",
     ],
     [
       "no target storage class",
-      asMessage(HTTP.structured(requested({ data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetStorageClass: undefined }] } } }))),
+      asMessage(
+        HTTP.structured(
+          requested({ data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetStorageClass: undefined }] } } }),
+        ),
+      ),
       400,
       "data.spec.persistentVolumeClaims[0].targetStorageClass",
     ],
@@ -94,19 +105,49 @@ describe("malformed events: refused with the failing field named, nothing create
       "data.spec.persistentVolumeClaims[0].name",
     ],
     ["a name prefix that is not a DNS label", asMessage(HTTP.structured(requested({ data: { ...DATA, namePrefix: "Nightly_Move" } }))), 400, "data.namePrefix"],
-    ["a name prefix too long for a 63-character name", asMessage(HTTP.structured(requested({ data: { ...DATA, namePrefix: "a".repeat(MAX_NAME_PREFIX + 1) } }))), 400, "data.namePrefix"],
+    [
+      "a name prefix too long for a 63-character name",
+      asMessage(HTTP.structured(requested({ data: { ...DATA, namePrefix: "a".repeat(MAX_NAME_PREFIX + 1) } }))),
+      400,
+      "data.namePrefix",
+    ],
     ["a namespace that is not a DNS label", asMessage(HTTP.structured(requested({ data: { ...DATA, namespace: "Migrations" } }))), 400, "data.namespace"],
     ["a payload over 256 KiB", asMessage(HTTP.structured(requested({ data: oversize }))), 413, "body"],
     ["a source not on the allow-list", asMessage(HTTP.structured(requested({ source: "https://evil.example.org/x" }))), 403, "source"],
     ["a plain JSON POST (no CloudEvent at all)", { headers: { "content-type": "application/json" }, body: JSON.stringify(DATA) }, 400, "specversion"],
     ["a batch of events", { headers: { "content-type": "application/cloudevents-batch+json" }, body: JSON.stringify([envelope]) }, 415, "content-type"],
-    ["binary mode without ce-id", (() => { const m = HTTP.binary(requested()); delete m.headers["ce-id"]; return asMessage(m); })(), 400, "id"],
-    ["binary mode with ce-specversion 0.3", (() => { const m = HTTP.binary(requested()); m.headers["ce-specversion"] = "0.3"; return asMessage(m); })(), 400, "specversion"],
+    [
+      "binary mode without ce-id",
+      (() => {
+        const m = HTTP.binary(requested());
+        delete m.headers["ce-id"];
+        return asMessage(m);
+      })(),
+      400,
+      "id",
+    ],
+    [
+      "binary mode with ce-specversion 0.3",
+      (() => {
+        const m = HTTP.binary(requested());
+        m.headers["ce-specversion"] = "0.3";
+        return asMessage(m);
+      })(),
+      400,
+      "specversion",
+    ],
     ["binary mode with a body that is not JSON", { ...asMessage(HTTP.binary(requested())), body: "{namespace:" }, 400, "data"],
-    ["binary mode with a text body", { headers: { ...HTTP.binary(requested()).headers, "content-type": "text/plain" }, body: "migrate please" }, 400, "datacontenttype"],
+    [
+      "binary mode with a text body",
+      { headers: { ...HTTP.binary(requested()).headers, "content-type": "text/plain" }, body: "migrate please" },
+      400,
+      "datacontenttype",
+    ],
     [
       "binary mode with a bad access mode",
-      asMessage(HTTP.binary(requested({ data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetAccessModes: ["RWO"] }] } } }))),
+      asMessage(
+        HTTP.binary(requested({ data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetAccessModes: ["RWO"] }] } } })),
+      ),
       400,
       "data.spec.persistentVolumeClaims[0].targetAccessModes[0]",
     ],
@@ -123,7 +164,17 @@ describe("malformed events: refused with the failing field named, nothing create
     expect(store.created).toEqual([]);
   });
 
-  const bridge = { version: "0", id: "0f1e", "detail-type": MIGRATION_REQUESTED, source: "urn:dvm:tests", account: "1", time: "2024-05-01T10:00:00Z", region: "eu-west-1", resources: [], detail: DATA };
+  const bridge = {
+    version: "0",
+    id: "0f1e",
+    "detail-type": MIGRATION_REQUESTED,
+    source: "urn:dvm:tests",
+    account: "1",
+    time: "2024-05-01T10:00:00Z",
+    region: "eu-west-1",
+    resources: [],
+    detail: DATA,
+  };
   const bridgeCases: [string, unknown, number, string][] = [
     ["an EventBridge event without detail-type", { ...bridge, "detail-type": undefined }, 400, "detail-type"],
     ["an EventBridge event of another type", { ...bridge, "detail-type": "com.example.other" }, 400, "detail-type"],
@@ -132,7 +183,15 @@ describe("malformed events: refused with the failing field named, nothing create
     ["an EventBridge event with no PVCs", { ...bridge, detail: { ...DATA, spec: { persistentVolumeClaims: [] } } }, 400, "detail.spec.persistentVolumeClaims"],
     ["an EventBridge event from a source not allowed", { ...bridge, source: "com.example.other" }, 403, "source"],
     ["a wrapped CloudEvent without id", { ...bridge, detail: { ...envelope, id: undefined, data: DATA } }, 400, "detail.id"],
-    ["a wrapped CloudEvent with a bad storage class", { ...bridge, detail: { ...envelope, data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetStorageClass: "" }] } } } }, 400, "detail.data.spec.persistentVolumeClaims[0].targetStorageClass"],
+    [
+      "a wrapped CloudEvent with a bad storage class",
+      {
+        ...bridge,
+        detail: { ...envelope, data: { ...DATA, spec: { persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], targetStorageClass: "" }] } } },
+      },
+      400,
+      "detail.data.spec.persistentVolumeClaims[0].targetStorageClass",
+    ],
     ["an oversized EventBridge event", { ...bridge, detail: { ...DATA, padding: "x".repeat(DEFAULT_MAX_EVENT_BYTES) } }, 413, "detail"],
   ];
 
@@ -159,7 +218,12 @@ describe("well-formed events", () => {
     const structured = receiveHttpEvent(asMessage(HTTP.structured(event)));
     const binary = receiveHttpEvent(asMessage(HTTP.binary(event)));
     const plain = receiveEventBridgeEvent({ id: "req-1", "detail-type": MIGRATION_REQUESTED, source: SOURCE, time: "2024-05-01T10:00:00Z", detail: DATA });
-    const wrapped = receiveEventBridgeEvent({ id: "eventbridge-id", "detail-type": MIGRATION_REQUESTED, source: "elsewhere", detail: JSON.parse(HTTP.structured(event).body as string) });
+    const wrapped = receiveEventBridgeEvent({
+      id: "eventbridge-id",
+      "detail-type": MIGRATION_REQUESTED,
+      source: "elsewhere",
+      detail: JSON.parse(HTTP.structured(event).body as string),
+    });
     for (const received of [structured, binary, plain, wrapped]) {
       expect(received.ok, JSON.stringify(received)).toBe(true);
       if (received.ok) expect(received.event).toMatchObject({ id: "req-1", source: SOURCE, type: MIGRATION_REQUESTED, data: DATA });
@@ -246,7 +310,12 @@ describe("the source allow-list", () => {
 const DVM = { namespace: "migrations", name: "move-shop", uid: "6b1f0e7c-1111-4c4c-9d9d-0123456789ab" };
 const T0 = Date.parse("2024-05-01T10:00:00.000Z");
 
-function entry(phase: string, startedAt: number, finishedAt: number, extra: Partial<LedgerEntry> & { next?: string; result?: "advanced" | "failed"; errors?: string[] } = {}): LedgerEntry {
+function entry(
+  phase: string,
+  startedAt: number,
+  finishedAt: number,
+  extra: Partial<LedgerEntry> & { next?: string; result?: "advanced" | "failed"; errors?: string[] } = {},
+): LedgerEntry {
   const { next = "Completed", result = "advanced", errors, ...rest } = extra;
   return {
     key: { uid: DVM.uid, phase: phase as LedgerEntry["key"]["phase"], generation: 1 },
@@ -274,7 +343,10 @@ describe("outgoing events", () => {
   });
 
   it("report a completed phase with the ledger's timings and the DVM's identity", () => {
-    const history = [entry("Started", T0, T0 + 1_500, { next: "CleanStaleRsyncResources" }), entry("CleanStaleRsyncResources", T0 + 2_000, T0 + 2_250, { next: "WaitForStaleRsyncResourcesTerminated", attempts: 2 })];
+    const history = [
+      entry("Started", T0, T0 + 1_500, { next: "CleanStaleRsyncResources" }),
+      entry("CleanStaleRsyncResources", T0 + 2_000, T0 + 2_250, { next: "WaitForStaleRsyncResourcesTerminated", attempts: 2 }),
+    ];
     const events = completionEvents("CleanStaleRsyncResources", DVM, history, "dvm-serverless/test");
     expect(events).toHaveLength(1);
     const [event] = events;
@@ -327,7 +399,11 @@ describe("outgoing events", () => {
   it("send migration.failed after the failure itinerary, naming the failed phase and its errors", () => {
     const history = [
       entry("Started", T0, T0 + 1_000, { next: "CreateDestinationPVCs" }),
-      entry("CreateDestinationPVCs", T0 + 1_000, T0 + 2_000, { result: "failed", next: "MigrationFailed", errors: ["storage class fast not found on the destination"] }),
+      entry("CreateDestinationPVCs", T0 + 1_000, T0 + 2_000, {
+        result: "failed",
+        next: "MigrationFailed",
+        errors: ["storage class fast not found on the destination"],
+      }),
       entry("MigrationFailed", T0 + 2_000, T0 + 2_100, { next: "CleanupAfterFailure" }),
       entry("CleanupAfterFailure", T0 + 2_100, T0 + 2_300, { next: "WaitForCleanupAfterFailure" }),
       entry("WaitForCleanupAfterFailure", T0 + 2_300, T0 + 5_000, { next: "Completed" }),
@@ -338,7 +414,11 @@ describe("outgoing events", () => {
 
     const events = completionEvents("WaitForCleanupAfterFailure", DVM, history);
     expect(events.map((e) => e.type)).toEqual([PHASE_COMPLETED, MIGRATION_FAILED]);
-    expect(events[1]!.data).toMatchObject({ failedPhase: "CreateDestinationPVCs", errors: ["storage class fast not found on the destination"], elapsedSeconds: 5 });
+    expect(events[1]!.data).toMatchObject({
+      failedPhase: "CreateDestinationPVCs",
+      errors: ["storage class fast not found on the destination"],
+      elapsedSeconds: 5,
+    });
   });
 
   it("are none when the ledger has no completed entry for the phase", () => {
@@ -356,9 +436,20 @@ describe("outgoing events", () => {
       `GET https://admin:s3cr3tpw@api.example.com:6443/api failed`,
       `token: eyJhbGciOiJSUzI1NiIsImtpZCI6IiJ9.payload.signature`,
     ];
-    const history = [entry("Started", T0, T0 + 1_000, { result: "failed", next: "MigrationFailed", errors }), entry("WaitForCleanupAfterFailure", T0 + 1_000, T0 + 2_000)];
-    const text = [...completionEvents("Started", DVM, history), ...completionEvents("WaitForCleanupAfterFailure", DVM, history)].map((e) => JSON.stringify(e)).join("\n");
-    for (const secret of ["hunter2secret", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", clientKey.slice(0, 40), "s3cr3tpw", "eyJhbGciOiJSUzI1NiIsImtpZCI6IiJ9"]) {
+    const history = [
+      entry("Started", T0, T0 + 1_000, { result: "failed", next: "MigrationFailed", errors }),
+      entry("WaitForCleanupAfterFailure", T0 + 1_000, T0 + 2_000),
+    ];
+    const text = [...completionEvents("Started", DVM, history), ...completionEvents("WaitForCleanupAfterFailure", DVM, history)]
+      .map((e) => JSON.stringify(e))
+      .join("\n");
+    for (const secret of [
+      "hunter2secret",
+      "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+      clientKey.slice(0, 40),
+      "s3cr3tpw",
+      "eyJhbGciOiJSUzI1NiIsImtpZCI6IiJ9",
+    ]) {
       expect(text).not.toContain(secret);
     }
     // What the messages were about stays readable.

@@ -4,13 +4,13 @@
  * the settings read from the phase function's environment. Fakes only: the real runner with a real
  * HTTP sink is in test/integration/events.test.ts.
  */
-import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import { CloudEvent, HTTP, type CloudEventV1 } from "cloudevents";
+import type { PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { CloudEvent, type CloudEventV1, HTTP } from "cloudevents";
 import { describe, expect, it, vi } from "vitest";
 import { EventBridgeSink } from "../../src/aws/eventBridgeSink";
-import { eventsConfigFromEnv, phaseEventsFromEnv, type PublishingMetrics } from "../../src/aws/eventPublisherFromEnv";
+import { eventsConfigFromEnv, type PublishingMetrics, phaseEventsFromEnv } from "../../src/aws/eventPublisherFromEnv";
 import { HttpEventSink } from "../../src/events/httpSink";
-import { EventPublisher, SendError, type EventSink } from "../../src/events/publisher";
+import { EventPublisher, type EventSink, SendError } from "../../src/events/publisher";
 import { phaseEventsHook, withEventFlush } from "../../src/events/runnerEvents";
 import { PHASE_COMPLETED } from "../../src/events/schema";
 import type { LedgerEntry } from "../../src/ledger";
@@ -60,7 +60,14 @@ describe("EventPublisher", () => {
     const sink = new ScriptedSink(async (_e, attempt) => {
       if (attempt < 4) throw new SendError("HTTP 503", true);
     });
-    const publisher = new EventPublisher({ sink, maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 300, random: () => 0.999, sleep: async (ms) => void sleeps.push(ms) });
+    const publisher = new EventPublisher({
+      sink,
+      maxAttempts: 5,
+      baseDelayMs: 100,
+      maxDelayMs: 300,
+      random: () => 0.999,
+      sleep: async (ms) => void sleeps.push(ms),
+    });
     publisher.publish(event(1));
     const result = await publisher.flush(5_000);
     expect(sink.tries).toEqual(["e-1", "e-1", "e-1", "e-1"]);
@@ -117,11 +124,8 @@ describe("EventPublisher", () => {
   });
 
   it("gives each send a time limit (an abort signal), and retries a send that timed out", async () => {
-    const sink = new ScriptedSink(
-      (_e, attempt, signal) =>
-        attempt === 1
-          ? new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error)))
-          : Promise.resolve(),
+    const sink = new ScriptedSink((_e, attempt, signal) =>
+      attempt === 1 ? new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error))) : Promise.resolve(),
     );
     const publisher = new EventPublisher({ sink, sendTimeoutMs: 10, ...noSleep });
     publisher.publish(event(1));
@@ -196,7 +200,9 @@ describe("HttpEventSink", () => {
 
   it("retries network errors, and names the endpoint by origin only (the path may hold a token)", async () => {
     const { fetch } = recordingFetch(Object.assign(new TypeError("fetch failed"), { cause: { code: "ECONNREFUSED" } }));
-    const error = await new HttpEventSink({ url: "https://hooks.example.com/T01/B02/tok3n?key=abc", fetch }).send(event(1), new AbortController().signal).catch((e: unknown) => e);
+    const error = await new HttpEventSink({ url: "https://hooks.example.com/T01/B02/tok3n?key=abc", fetch })
+      .send(event(1), new AbortController().signal)
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ retryable: true, message: "POST https://hooks.example.com: fetch failed (ECONNREFUSED)" });
     expect(String((error as Error).message)).not.toContain("tok3n");
   });
@@ -220,11 +226,22 @@ describe("EventBridgeSink", () => {
 
   it("retries throttled entries and transient errors, not refusals", async () => {
     const failing = (output: unknown) => new EventBridgeSink({ busName: "b", client: { send: async () => output } as never });
-    await expect(failing({ FailedEntryCount: 1, Entries: [{ ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }] }).send(event(1), new AbortController().signal)).rejects.toMatchObject({ retryable: true });
-    await expect(failing({ FailedEntryCount: 1, Entries: [{ ErrorCode: "MalformedDetail", ErrorMessage: "bad" }] }).send(event(1), new AbortController().signal)).rejects.toMatchObject({ retryable: false });
+    await expect(
+      failing({ FailedEntryCount: 1, Entries: [{ ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }] }).send(event(1), new AbortController().signal),
+    ).rejects.toMatchObject({ retryable: true });
+    await expect(
+      failing({ FailedEntryCount: 1, Entries: [{ ErrorCode: "MalformedDetail", ErrorMessage: "bad" }] }).send(event(1), new AbortController().signal),
+    ).rejects.toMatchObject({ retryable: false });
     const throwing = (error: Error) => new EventBridgeSink({ busName: "b", client: { send: async () => Promise.reject(error) } as never });
-    await expect(throwing(Object.assign(new Error("x"), { name: "InternalException", $metadata: { httpStatusCode: 500 } })).send(event(1), new AbortController().signal)).rejects.toMatchObject({ retryable: true });
-    await expect(throwing(Object.assign(new Error("not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } })).send(event(1), new AbortController().signal)).rejects.toMatchObject({ retryable: false });
+    await expect(
+      throwing(Object.assign(new Error("x"), { name: "InternalException", $metadata: { httpStatusCode: 500 } })).send(event(1), new AbortController().signal),
+    ).rejects.toMatchObject({ retryable: true });
+    await expect(
+      throwing(Object.assign(new Error("not authorized"), { name: "AccessDeniedException", $metadata: { httpStatusCode: 400 } })).send(
+        event(1),
+        new AbortController().signal,
+      ),
+    ).rejects.toMatchObject({ retryable: false });
   });
 });
 
@@ -318,7 +335,12 @@ describe("events settings from the environment", () => {
     const bridge = eventsConfigFromEnv({ DVM_EVENTS_SINK: "eventbridge" })!;
     expect(bridge.sink).toBeInstanceOf(EventBridgeSink);
     expect(bridge).toMatchObject({ source: "dvm-serverless", flushDeadlineMs: 1_500, maxQueue: 100 });
-    const http = eventsConfigFromEnv({ DVM_EVENTS_SINK: "http", DVM_EVENTS_HTTP_URL: "https://example.com/x", DVM_EVENTS_SOURCE: "dvm/dev", DVM_EVENTS_FLUSH_MS: "800" })!;
+    const http = eventsConfigFromEnv({
+      DVM_EVENTS_SINK: "http",
+      DVM_EVENTS_HTTP_URL: "https://example.com/x",
+      DVM_EVENTS_SOURCE: "dvm/dev",
+      DVM_EVENTS_FLUSH_MS: "800",
+    })!;
     expect(http.sink).toBeInstanceOf(HttpEventSink);
     expect(http).toMatchObject({ source: "dvm/dev", flushDeadlineMs: 800 });
   });

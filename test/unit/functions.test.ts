@@ -17,7 +17,7 @@ import { parseReconcileEvent } from "../../src/aws/reconcileEvent";
 import { runnerFromEnv } from "../../src/aws/runnerFromEnv";
 import { KubeApiError } from "../../src/kube/errors";
 import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../src/ledger";
-import { silentLogger, type LogAttributes, type Logger } from "../../src/log";
+import { type LogAttributes, type Logger, silentLogger } from "../../src/log";
 import type { ReconcileRequest, RunResult, RunStats } from "../../src/runner/request";
 
 const REQUEST: ReconcileRequest = { uid: "3f1c", namespace: "openshift-migration", name: "dvm-1", generation: 2 };
@@ -143,7 +143,11 @@ describe("phase handler", () => {
   });
 
   it("throws unexpected errors too, so the event ends in the dead-letter queue instead of vanishing", async () => {
-    for (const error of [new TypeError("x is undefined"), new KubeApiError("read: forbidden", 403, "Forbidden"), new ConfigurationError("LEDGER_TABLE_NAME is not set")]) {
+    for (const error of [
+      new TypeError("x is undefined"),
+      new KubeApiError("read: forbidden", 403, "Forbidden"),
+      new ConfigurationError("LEDGER_TABLE_NAME is not set"),
+    ]) {
       expect(classifyError(error)).toBe("unexpected");
       const { handle } = handlerWith(async () => {
         throw error;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, ITINERARIES, ITINERARY_NAMES, PHASES, PHASE_NAMES, firstPhase, isPhaseName, nextPhase, stepOf } from "../../src/dvm/itinerary";
+import { EXECUTABLE_PHASES, firstPhase, ITINERARIES, ITINERARY_NAMES, isPhaseName, nextPhase, PHASE_NAMES, PHASES, stepOf } from "../../src/dvm/itinerary";
 import { PHASE_BODIES } from "../../src/phases";
 
 describe("itinerary table", () => {

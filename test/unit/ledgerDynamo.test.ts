@@ -2,17 +2,17 @@
  * DynamoPhaseLedger's own logic with a stub client: what it sends, how it reads a refused condition,
  * and how errors surface. The behaviour against a real DynamoDB is in test/integration/ledger.test.ts.
  */
-import { ConditionalCheckFailedException, UpdateItemCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, ConditionalCheckFailedException, type UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
 import {
+  type Claim,
   DynamoPhaseLedger,
   InvalidLedgerKeyError,
+  type LedgerDynamoClient,
   LedgerError,
+  type LedgerKey,
   LedgerUnavailableError,
   LostClaimError,
-  type Claim,
-  type LedgerDynamoClient,
-  type LedgerKey,
 } from "../../src/ledger";
 
 type Item = Record<string, AttributeValue>;
@@ -62,9 +62,7 @@ describe("DynamoPhaseLedger.claim", () => {
     expect(sent).toHaveLength(1);
     const input = sent[0]!;
     expect(input.Key).toEqual({ uid: { S: "uid-1" }, phaseKey: { S: "0000000004#CreateDestinationPVCs" } });
-    expect(input.ConditionExpression).toBe(
-      "attribute_not_exists(#uid) OR (#state <> :completed AND (#state <> :running OR #leaseExpiresAt < :now))",
-    );
+    expect(input.ConditionExpression).toBe("attribute_not_exists(#uid) OR (#state <> :completed AND (#state <> :running OR #leaseExpiresAt < :now))");
     expect(input.ReturnValuesOnConditionCheckFailure).toBe("ALL_OLD");
     expect(input.ExpressionAttributeValues).toMatchObject({
       ":now": num(NOW),
@@ -115,13 +113,18 @@ describe("DynamoPhaseLedger.claim", () => {
       { error: Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }) },
       {
         error: refused({
-          state: { S: "RUNNING" }, attempt: num(1), leaseExpiresAt: num(NOW + 5_000), holder: { S: "holder-1" },
-          takeovers: num(0), takeoversBeforeClaim: num(0),
+          state: { S: "RUNNING" },
+          attempt: num(1),
+          leaseExpiresAt: num(NOW + 5_000),
+          holder: { S: "holder-1" },
+          takeovers: num(0),
+          takeoversBeforeClaim: num(0),
         }),
       },
     ]);
     expect(await ledger.claim(key, { leaseMs: 5_000 })).toEqual({
-      kind: "claimed", claim: { key, attempt: 1, leaseExpiresAt: NOW + 5_000, takeover: false },
+      kind: "claimed",
+      claim: { key, attempt: 1, leaseExpiresAt: NOW + 5_000, takeover: false },
     });
     expect(sent).toHaveLength(2);
     expect(slept).toEqual([12]);
@@ -182,7 +185,9 @@ describe("DynamoPhaseLedger.complete / fail / release", () => {
     const stored = { M: { result: { S: "advanced" }, nextPhase: { S: "CreateRsyncEndpoint" }, finishedAt: num(NOW - 5) } };
     const { ledger } = ledgerOn([{ error: refused({ state: { S: "COMPLETED" }, attempt: num(2), outcome: stored }) }]);
     expect(await ledger.complete(claim, { result: "advanced", nextPhase: "CreateRsyncEndpoint" })).toEqual({
-      result: "advanced", nextPhase: "CreateRsyncEndpoint", finishedAt: NOW - 5,
+      result: "advanced",
+      nextPhase: "CreateRsyncEndpoint",
+      finishedAt: NOW - 5,
     });
   });
 

@@ -1,16 +1,8 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
-import {
-  backoffDelayMs,
-  DEFAULT_RETRY_POLICY,
-  isTransientDynamoError,
-  LedgerUnavailableError,
-  withTransientRetry,
-  type RetryPolicy,
-} from "../../src/ledger";
+import { backoffDelayMs, DEFAULT_RETRY_POLICY, isTransientDynamoError, LedgerUnavailableError, type RetryPolicy, withTransientRetry } from "../../src/ledger";
 
-const awsError = (name: string, status?: number) =>
-  Object.assign(new Error(name), { name, $metadata: status === undefined ? {} : { httpStatusCode: status } });
+const awsError = (name: string, status?: number) => Object.assign(new Error(name), { name, $metadata: status === undefined ? {} : { httpStatusCode: status } });
 
 describe("isTransientDynamoError", () => {
   it.each([
@@ -77,11 +69,15 @@ describe("withTransientRetry", () => {
   it("retries transient errors with growing delays and returns the first success", async () => {
     const policy = recordingPolicy();
     let calls = 0;
-    const result = await withTransientRetry("claim", async () => {
-      calls++;
-      if (calls < 4) throw awsError("ThrottlingException", 400);
-      return "ok";
-    }, policy);
+    const result = await withTransientRetry(
+      "claim",
+      async () => {
+        calls++;
+        if (calls < 4) throw awsError("ThrottlingException", 400);
+        return "ok";
+      },
+      policy,
+    );
     expect(result).toBe("ok");
     expect(calls).toBe(4);
     expect(policy.slept).toEqual([12, 25, 50]);
@@ -91,10 +87,14 @@ describe("withTransientRetry", () => {
     const policy = recordingPolicy({ attempts: 3 });
     const last = awsError("ServiceUnavailable", 503);
     let calls = 0;
-    const attempt = withTransientRetry("complete u/Started/1", async () => {
-      calls++;
-      throw last;
-    }, policy);
+    const attempt = withTransientRetry(
+      "complete u/Started/1",
+      async () => {
+        calls++;
+        throw last;
+      },
+      policy,
+    );
     await expect(attempt).rejects.toBeInstanceOf(LedgerUnavailableError);
     await expect(attempt).rejects.toMatchObject({ attempts: 3, operation: "complete u/Started/1", cause: last });
     expect(calls).toBe(3);
@@ -105,16 +105,30 @@ describe("withTransientRetry", () => {
     const policy = recordingPolicy();
     const fatal = awsError("ValidationException", 400);
     let calls = 0;
-    await expect(withTransientRetry("claim", async () => {
-      calls++;
-      throw fatal;
-    }, policy)).rejects.toBe(fatal);
+    await expect(
+      withTransientRetry(
+        "claim",
+        async () => {
+          calls++;
+          throw fatal;
+        },
+        policy,
+      ),
+    ).rejects.toBe(fatal);
     expect(calls).toBe(1);
     expect(policy.slept).toEqual([]);
   });
 
   it("treats attempts below 1 as a single try", async () => {
     const policy = recordingPolicy({ attempts: 0 });
-    await expect(withTransientRetry("x", async () => { throw awsError("ThrottlingException"); }, policy)).rejects.toMatchObject({ attempts: 1 });
+    await expect(
+      withTransientRetry(
+        "x",
+        async () => {
+          throw awsError("ThrottlingException");
+        },
+        policy,
+      ),
+    ).rejects.toMatchObject({ attempts: 1 });
   });
 });

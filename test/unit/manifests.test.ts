@@ -12,8 +12,8 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { DVM_GROUP, DVM_PLURAL, DVMP_PLURAL } from "../../src/dvm/types";
 import { parseRelayEnv } from "../../src/relay/config";
 import { DEFAULT_HEALTH_PORT } from "../../src/relay/health";
@@ -154,7 +154,10 @@ describe("RBAC in infra/k8s", () => {
       for (const rule of doc.rules as Rule[]) {
         const where = `${file} ${doc.metadata.name} ${JSON.stringify(rule)}`;
         for (const field of [rule.apiGroups, rule.resources, rule.verbs, rule.resourceNames, rule.nonResourceURLs]) {
-          expect((field ?? []).some((value) => value.includes("*")), where).toBe(false);
+          expect(
+            (field ?? []).some((value) => value.includes("*")),
+            where,
+          ).toBe(false);
         }
         expect(rule.nonResourceURLs, where).toBeUndefined();
         if (doc.metadata.name !== "dvm-relay-leader-election") expect(rule.resourceNames, where).toBeUndefined();
@@ -168,7 +171,10 @@ describe("RBAC in infra/k8s", () => {
   it("gives the relay read verbs only, but for its one Lease: get and update of that name, create in dvm-system", () => {
     for (const name of ["dvm-relay", "dvm-relay-pods"]) {
       const verbs = new Set((find("ClusterRole", name).rules as Rule[]).flatMap((r) => r.verbs ?? []));
-      expect([...verbs].filter((v) => WRITE_VERBS.includes(v) || !["get", "list", "watch"].includes(v)), name).toEqual([]);
+      expect(
+        [...verbs].filter((v) => WRITE_VERBS.includes(v) || !["get", "list", "watch"].includes(v)),
+        name,
+      ).toEqual([]);
     }
     const election = find("Role", "dvm-relay-leader-election");
     expect(election.metadata.namespace).toBe("dvm-system");
@@ -194,10 +200,17 @@ describe("RBAC in infra/k8s", () => {
     const hostVerbs = grants(find("ClusterRole", "dvm-phase-functions-host"));
     expect(hostVerbs.filter((g) => g.startsWith("core/secrets ") && /(list|watch)$/.test(g))).toEqual([]);
     for (const { doc } of roles) {
-      expect(grants(doc).filter((g) => g.startsWith("rbac.authorization.k8s.io/")), doc.metadata.name).toEqual([]);
+      expect(
+        grants(doc).filter((g) => g.startsWith("rbac.authorization.k8s.io/")),
+        doc.metadata.name,
+      ).toEqual([]);
       // Only the trigger creates DVMs; only the phase functions patch one (its finalizer); nobody deletes one.
-      const allowedOnDvms = { "dvm-trigger": / (get|create)$/, "dvm-phase-functions-host": / (get|patch)$/ }[doc.metadata.name as string] ?? / (get|list|watch)$/;
-      expect(grants(doc).filter((g) => g.startsWith(`${DVM_GROUP}/${DVM_PLURAL} `) && !allowedOnDvms.test(g)), doc.metadata.name).toEqual([]);
+      const allowedOnDvms =
+        { "dvm-trigger": / (get|create)$/, "dvm-phase-functions-host": / (get|patch)$/ }[doc.metadata.name as string] ?? / (get|list|watch)$/;
+      expect(
+        grants(doc).filter((g) => g.startsWith(`${DVM_GROUP}/${DVM_PLURAL} `) && !allowedOnDvms.test(g)),
+        doc.metadata.name,
+      ).toEqual([]);
     }
   });
 
@@ -362,17 +375,36 @@ describe("kustomizations", () => {
   });
 
   const kubectl = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" }).status === 0;
-  it.skipIf(otherEnvironment("the kind deployment path (kubectl on the PATH)", kubectl, "kubectl kustomize renders the builds; CI does not install kubectl, infra/kind/e2e.sh runs this path"))("kubectl kustomize renders each build with the objects expected", () => {
+  it.skipIf(
+    otherEnvironment(
+      "the kind deployment path (kubectl on the PATH)",
+      kubectl,
+      "kubectl kustomize renders the builds; CI does not install kubectl, infra/kind/e2e.sh runs this path",
+    ),
+  )("kubectl kustomize renders each build with the objects expected", () => {
     const render = (dir: string) => {
       const out = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
       expect(out.status, out.stderr).toBe(0);
-      return parseAllDocuments(out.stdout).map((d) => d.toJS() as Doc).map((d) => `${d.kind}/${d.metadata.name}`).sort();
+      return parseAllDocuments(out.stdout)
+        .map((d) => d.toJS() as Doc)
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort();
     };
     const host = render(K8S);
     expect(host).toContain("Deployment/dvm-relay");
     expect(host).toContain("ClusterRole/dvm-transfer");
     expect(render(join(K8S, "remote"))).toEqual(
-      ["Namespace/dvm-system", "ClusterRole/dvm-transfer", "ServiceAccount/dvm-transfer", "Secret/dvm-transfer-token", "ClusterRoleBinding/dvm-transfer", "ServiceAccount/dvm-relay-pods", "Secret/dvm-relay-pods-token", "ClusterRole/dvm-relay-pods", "ClusterRoleBinding/dvm-relay-pods"].sort(),
+      [
+        "Namespace/dvm-system",
+        "ClusterRole/dvm-transfer",
+        "ServiceAccount/dvm-transfer",
+        "Secret/dvm-transfer-token",
+        "ClusterRoleBinding/dvm-transfer",
+        "ServiceAccount/dvm-relay-pods",
+        "Secret/dvm-relay-pods-token",
+        "ClusterRole/dvm-relay-pods",
+        "ClusterRoleBinding/dvm-relay-pods",
+      ].sort(),
     );
     expect(render(join(KIND, "host"))).toEqual(host);
   });
@@ -402,7 +434,7 @@ describe("the relay image and the kind run", () => {
     expect(pkg.scripts["build:relay"]).toBe("node infra/relay/build.mjs");
     expect(pkg.scripts["e2e:kind"]).toBe("bash infra/kind/e2e.sh");
     expect(readFileSync(join(ROOT, "infra", "relay", "build.mjs"), "utf8")).toContain('join(ROOT, "dist", "relay", "relay.mjs")');
-    expect(readFileSync(join(KIND, "e2e.sh"), "utf8")).toContain("docker build -q -f infra/relay/Dockerfile -t \"$RELAY_IMAGE\" dist/relay");
+    expect(readFileSync(join(KIND, "e2e.sh"), "utf8")).toContain('docker build -q -f infra/relay/Dockerfile -t "$RELAY_IMAGE" dist/relay');
   });
 
   it("kind configs: one node each, the names and contexts e2e.sh uses, pod and service ranges apart", () => {

@@ -21,7 +21,10 @@ describe("Started (validation)", () => {
   it("reports every problem at once, each naming its field", async () => {
     const spec = {
       ...TWO_NAMESPACE_SPEC,
-      persistentVolumeClaims: [...TWO_NAMESPACE_SPEC.persistentVolumeClaims, { name: "db2", namespace: "shop", targetName: "db", targetStorageClass: "slow", targetAccessModes: ["ReadWriteOnce"] }],
+      persistentVolumeClaims: [
+        ...TWO_NAMESPACE_SPEC.persistentVolumeClaims,
+        { name: "db2", namespace: "shop", targetName: "db", targetStorageClass: "slow", targetAccessModes: ["ReadWriteOnce"] },
+      ],
       endpointType: "Route",
     };
     const { ctx, source, destination } = fakeContext(spec);
@@ -39,11 +42,16 @@ describe("Started (validation)", () => {
   });
 
   it("refuses Block volumes", async () => {
-    const { ctx, source, destination } = fakeContext({ persistentVolumeClaims: [{ name: "raw", namespace: "a", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }] });
+    const { ctx, source, destination } = fakeContext({
+      persistentVolumeClaims: [{ name: "raw", namespace: "a", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
+    });
     source.add(pvc("a", "raw", { spec: { volumeMode: "Block" } }));
     destination.add(storageClass("fast"));
     const outcome = await started(ctx);
-    expect(outcome).toMatchObject({ kind: "fail", errors: ["spec.persistentVolumeClaims[0].targetVolumeMode: Block volumes are not supported (filesystem transfer only)"] });
+    expect(outcome).toMatchObject({
+      kind: "fail",
+      errors: ["spec.persistentVolumeClaims[0].targetVolumeMode: Block volumes are not supported (filesystem transfer only)"],
+    });
   });
 
   it("checks, for a rollback, that both ends exist (and no storage class)", async () => {
@@ -52,7 +60,10 @@ describe("Started (validation)", () => {
     source.add(pvc("shop", "db"), pvc("shop", "media-new"), pvc("ops-new", "logs"));
     destination.add(pvc("shop", "db"), pvc("shop", "media"));
     const outcome = await started(ctx);
-    expect(outcome).toMatchObject({ kind: "fail", errors: ["spec.persistentVolumeClaims[2].name: PersistentVolumeClaim ops/logs to roll back into not found on the destination cluster"] });
+    expect(outcome).toMatchObject({
+      kind: "fail",
+      errors: ["spec.persistentVolumeClaims[2].name: PersistentVolumeClaim ops/logs to roll back into not found on the destination cluster"],
+    });
   });
 });
 
@@ -60,9 +71,18 @@ describe("volume pairs", () => {
   it("defaults target names and swaps direction for a rollback", () => {
     const { ctx } = fakeContext(TWO_NAMESPACE_SPEC);
     expect(ctx.volumes.map((v) => [v.from, v.to])).toEqual([
-      [{ namespace: "shop", name: "db" }, { namespace: "shop", name: "db" }],
-      [{ namespace: "shop", name: "media" }, { namespace: "shop", name: "media-new" }],
-      [{ namespace: "ops", name: "logs" }, { namespace: "ops-new", name: "logs" }],
+      [
+        { namespace: "shop", name: "db" },
+        { namespace: "shop", name: "db" },
+      ],
+      [
+        { namespace: "shop", name: "media" },
+        { namespace: "shop", name: "media-new" },
+      ],
+      [
+        { namespace: "ops", name: "logs" },
+        { namespace: "ops-new", name: "logs" },
+      ],
     ]);
     const back = volumePairs(ctx.spec, "VolumeMigrationRollback");
     expect(back[1]).toMatchObject({ from: { namespace: "shop", name: "media-new" }, to: { namespace: "shop", name: "media" }, id: ctx.volumes[1]!.id });
@@ -119,15 +139,21 @@ describe("the rsync endpoint", () => {
   });
 
   it("waits for a load balancer address, and warns after three minutes", async () => {
-    const { ctx, destination } = fakeContext({ ...TWO_NAMESPACE_SPEC, endpointType: "LoadBalancer" }, {
-      status: { conditions: [{ type: "Running", status: "True", category: "Advisory", lastTransitionTime: "2025-12-31T23:50:00Z" }] },
-    });
+    const { ctx, destination } = fakeContext(
+      { ...TWO_NAMESPACE_SPEC, endpointType: "LoadBalancer" },
+      {
+        status: { conditions: [{ type: "Running", status: "True", category: "Advisory", lastTransitionTime: "2025-12-31T23:50:00Z" }] },
+      },
+    );
     await createRsyncEndpoint(ctx);
     const waiting = await ensureRsyncEndpointReady(ctx);
     expect(waiting).toMatchObject({ kind: "wait", warnings: [{ type: "RsyncEndpointNotReady", category: "Warn" }] });
     const name = transferNames(ctx.dvm).endpointService;
     for (const ns of ["shop", "ops-new"]) {
-      destination.mutate({ apiVersion: "v1", kind: "Service", namespace: ns, name }, (svc) => (svc.status = { loadBalancer: { ingress: [{ ip: "203.0.113.7" }] } }));
+      destination.mutate(
+        { apiVersion: "v1", kind: "Service", namespace: ns, name },
+        (svc) => (svc.status = { loadBalancer: { ingress: [{ ip: "203.0.113.7" }] } }),
+      );
     }
     expect(await endpointAddress(ctx, "shop")).toEqual({ host: "203.0.113.7", port: 6443 });
     expect(await ensureRsyncEndpointReady(ctx)).toEqual({ kind: "advance" });
@@ -137,10 +163,18 @@ describe("the rsync endpoint", () => {
 describe("cleanup", () => {
   it("deletes only this DVM's transfer objects, never migrated data or other migrations' objects", async () => {
     const { ctx, source, destination, host } = fakeContext(TWO_NAMESPACE_SPEC);
-    const mine = (kind: string, ns: string, name: string) => ({ apiVersion: "v1", kind, metadata: { name, namespace: ns, labels: transferLabels(ctx.dvm, "x") } });
+    const mine = (kind: string, ns: string, name: string) => ({
+      apiVersion: "v1",
+      kind,
+      metadata: { name, namespace: ns, labels: transferLabels(ctx.dvm, "x") },
+    });
     const other = { apiVersion: "v1", kind: "Pod", metadata: { name: "other", namespace: "shop", labels: transferLabels({ uid: "another-uid" }, "x") } };
     source.add(mine("Pod", "shop", "client"), mine("Secret", "ops", "s"), other);
-    destination.add(mine("Service", "ops-new", "svc"), mine("Pod", "shop", "server"), pvc("shop", "db", { metadata: { name: "db", namespace: "shop", labels: { [LABEL.dvmUid]: TEST_UID } } }));
+    destination.add(
+      mine("Service", "ops-new", "svc"),
+      mine("Pod", "shop", "server"),
+      pvc("shop", "db", { metadata: { name: "db", namespace: "shop", labels: { [LABEL.dvmUid]: TEST_UID } } }),
+    );
     host.add({ apiVersion: "v1", kind: "Secret", metadata: { name: transferNames(ctx.dvm).credentialsSecret, namespace: ctx.dvm.namespace } });
     expect((await waitForTransferResourcesGone(ctx)).kind).toBe("wait");
     await deleteTransferResources({ progressRecords: false })(ctx);

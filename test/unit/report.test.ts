@@ -4,7 +4,7 @@
  * an SVG that is well-formed with one bar per execution.
  */
 import { describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, ITINERARIES, PHASES, stepOf, type PhaseName } from "../../src/dvm/itinerary";
+import { EXECUTABLE_PHASES, ITINERARIES, PHASES, type PhaseName, stepOf } from "../../src/dvm/itinerary";
 import type { ClaimRecord, LedgerEntry } from "../../src/ledger";
 import {
   buildTimingReport,
@@ -34,7 +34,10 @@ function entry(phase: PhaseName, startedAt: number, ms: number, extra: Partial<L
     elapsedSeconds: ms / 1000,
     outcome: { result: "advanced", nextPhase: "Completed", finishedAt: startedAt + ms },
     claims: waits
-      ? [{ at: startedAt, attempt: 1, takeover: false, end: "waited", endedAt: startedAt + 5 }, { at: startedAt + ms - 10, attempt: 3, takeover: false, end: "completed", endedAt: startedAt + ms }]
+      ? [
+          { at: startedAt, attempt: 1, takeover: false, end: "waited", endedAt: startedAt + 5 },
+          { at: startedAt + ms - 10, attempt: 3, takeover: false, end: "completed", endedAt: startedAt + ms },
+        ]
       : [{ at: startedAt, attempt: 1, takeover: false, end: "completed", endedAt: startedAt + ms }],
     ...extra,
   };
@@ -61,7 +64,10 @@ describe("buildTimingReport", () => {
     const phases = ITINERARIES.VolumeMigration.filter((p) => p !== "Completed");
     expect(report.rows.map((r) => r.phase)).toEqual(phases);
     for (const row of report.rows) {
-      expect({ step: row.step, total: row.totalSteps }).toEqual({ step: stepOf("VolumeMigration", row.phase)!.step, total: ITINERARIES.VolumeMigration.length });
+      expect({ step: row.step, total: row.totalSteps }).toEqual({
+        step: stepOf("VolumeMigration", row.phase)!.step,
+        total: ITINERARIES.VolumeMigration.length,
+      });
       expect(row.description).toBe(PHASES[row.phase].description);
     }
     expect(report.repeated).toEqual({ count: 0, seconds: 0, unplaced: 0 });

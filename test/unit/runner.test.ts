@@ -4,19 +4,21 @@
  * test/integration.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, ITINERARIES, type ExecutablePhaseName, type PhaseName } from "../../src/dvm/itinerary";
 import { findCondition } from "../../src/dvm/conditions";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import type { ClusterResolver } from "../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../src/phases/types";
-import { PhaseRunner } from "../../src/runner/runner";
 import type { ReconcileRequest } from "../../src/runner/request";
+import { PhaseRunner } from "../../src/runner/runner";
 import { FakeCluster } from "../support/fakeCluster";
 import { MemoryLedger } from "../support/memoryLedger";
 import { MemoryDvmStore } from "../support/memoryStore";
 
 /** In the DVM's own namespace (MemoryDvmStore's), which the default migration policy allows. */
-const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+const SPEC = {
+  persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
+};
 
 type Bodies = Record<ExecutablePhaseName, PhaseBody>;
 
@@ -243,7 +245,14 @@ describe("PhaseRunner", () => {
   it("allows the same spec from an admin namespace the operator configured", async () => {
     store = new MemoryDvmStore({ ...SPEC, runAsRoot: true, persistentVolumeClaims: [{ ...SPEC.persistentVolumeClaims[0], namespace: "other-team" }] });
     const { bodies, executions } = countingBodies();
-    const admin = new PhaseRunner({ store, ledger, clusters: resolver, bodies, clock, policy: { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["openshift-migration"] } });
+    const admin = new PhaseRunner({
+      store,
+      ledger,
+      clusters: resolver,
+      bodies,
+      clock,
+      policy: { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["openshift-migration"] },
+    });
     await drive(admin);
     expect(store.current().status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigration" });
     expect(executions.get("Started")).toBe(1);

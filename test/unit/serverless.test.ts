@@ -12,14 +12,14 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { inflateRawSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { phaseFunctionKeys, phaseFunctionName, type FunctionLayout } from "../../src/aws/functionLayout";
-import { EXECUTABLE_PHASES, PHASES } from "../../src/dvm/itinerary";
-import { MIGRATION_REQUESTED } from "../../src/events/schema";
-import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
-import { parsePolicyEnv, POLICY_ENV } from "../../src/dvm/policyConfig";
-import { DEFAULT_LEASE_MS } from "../../src/runner/runner";
 import ledgerTable from "../../infra/ledger-table.json" with { type: "json" };
-import { packageService, type PackagedService } from "../support/osls";
+import { type FunctionLayout, phaseFunctionKeys, phaseFunctionName } from "../../src/aws/functionLayout";
+import { EXECUTABLE_PHASES, PHASES } from "../../src/dvm/itinerary";
+import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
+import { POLICY_ENV, parsePolicyEnv } from "../../src/dvm/policyConfig";
+import { MIGRATION_REQUESTED } from "../../src/events/schema";
+import { DEFAULT_LEASE_MS } from "../../src/runner/runner";
+import { type PackagedService, packageService } from "../support/osls";
 
 const run = promisify(execFile);
 const STAGE = "ci";
@@ -90,7 +90,11 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     const { resources } = get(layout);
     const functions = phaseFunctionsOf(resources);
     const expected = phaseFunctionKeys(layout).map(logicalId);
-    expect(ofType(resources, "AWS::Lambda::Function").map(([id]) => id).sort()).toEqual([...expected, TRIGGER].sort());
+    expect(
+      ofType(resources, "AWS::Lambda::Function")
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual([...expected, TRIGGER].sort());
     expect(functions.map(([id]) => id).sort()).toEqual([...expected].sort());
     if (layout === "per-phase") {
       expect(functions).toHaveLength(EXECUTABLE_PHASES.length);
@@ -122,7 +126,10 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
         [POLICY_ENV.transferImages]: "",
         [POLICY_ENV.defaultTransferImage]: "",
       });
-      expect(parsePolicyEnv(fn.Properties.Environment.Variables)).toEqual({ ...DEFAULT_MIGRATION_POLICY, adminNamespaces: (ADMIN[layout] ?? "dvm-system").split(",") });
+      expect(parsePolicyEnv(fn.Properties.Environment.Variables)).toEqual({
+        ...DEFAULT_MIGRATION_POLICY,
+        adminNamespaces: (ADMIN[layout] ?? "dvm-system").split(","),
+      });
     }
   });
 
@@ -150,10 +157,13 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       const bundle = bundles.get(`${fn.Properties.Handler.replace(/\.handler$/, "")}.cjs`)!.toString("utf8");
       const operations = sdkOperations(bundle).filter((op) => !NOT_CALLED_IN_LAMBDA.has(op));
       for (const op of operations) expect(ACTION_OF_OPERATION[op], `${id} calls ${op}: add its IAM action to this test and the role`).toBeDefined();
-      const onFailure = ofType(resources, "AWS::Lambda::EventInvokeConfig").find(([, c]) => c.Properties.FunctionName.Ref === id)?.[1].Properties.DestinationConfig?.OnFailure;
+      const onFailure = ofType(resources, "AWS::Lambda::EventInvokeConfig").find(([, c]) => c.Properties.FunctionName.Ref === id)?.[1].Properties
+        .DestinationConfig?.OnFailure;
       const expected = [...operations.map((op) => ACTION_OF_OPERATION[op]!), ...(onFailure ? ["sqs:SendMessage"] : [])];
       const role = resources[fn.Properties.Role["Fn::GetAtt"][0]];
-      const granted = statementsOf(role).flatMap((s) => [s.Action].flat() as string[]).filter((a) => !a.startsWith("logs:"));
+      const granted = statementsOf(role)
+        .flatMap((s) => [s.Action].flat() as string[])
+        .filter((a) => !a.startsWith("logs:"));
       expect([...new Set(granted)].sort(), id).toEqual([...new Set(expected)].sort());
     }
     // One role per kind of function: the phase functions share the one their identical code needs.
@@ -184,7 +194,17 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       for (const action of [s.Action].flat() as string[]) byAction.set(action, s.Resource);
     }
     expect([...byAction.keys()].sort()).toEqual(
-      ["dynamodb:Query", "dynamodb:UpdateItem", "events:PutEvents", "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:TagResource", "sqs:SendMessage", "ssm:GetParameter"].sort(),
+      [
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+        "events:PutEvents",
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "logs:TagResource",
+        "sqs:SendMessage",
+        "ssm:GetParameter",
+      ].sort(),
     );
     // PutEvents on the one bus, by ARN: arn:<partition>:events:<region>:<account>:event-bus/<name>.
     expect(byAction.get("events:PutEvents")).toEqual({
@@ -228,7 +248,11 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       ...ofType(resources, "AWS::IAM::ManagedPolicy").map(([, r]) => r.Properties.PolicyDocument),
       ...ofType(resources, "AWS::IAM::Policy").map(([, r]) => r.Properties.PolicyDocument),
     ] as Json[];
-    expect(ofType(resources, "AWS::IAM::Role").map(([id]) => id).sort()).toEqual(["IamRoleLambdaExecution", "RelayRole", "TriggerRole"]);
+    expect(
+      ofType(resources, "AWS::IAM::Role")
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(["IamRoleLambdaExecution", "RelayRole", "TriggerRole"]);
     for (const statement of documents.flatMap((d) => d.Statement as Json[])) {
       for (const action of [statement.Action].flat() as string[]) expect(action, JSON.stringify(statement)).not.toContain("*");
       for (const resource of [statement.Resource].flat()) {
@@ -270,7 +294,10 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
 
   it("keeps trigger events that still fail after Lambda's retries, or that EventBridge cannot deliver, in the trigger's failure queue", () => {
     const { resources } = get(layout);
-    expect(resources.TriggerFailureQueue).toMatchObject({ Type: "AWS::SQS::Queue", Properties: { MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true } });
+    expect(resources.TriggerFailureQueue).toMatchObject({
+      Type: "AWS::SQS::Queue",
+      Properties: { MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true },
+    });
     const [config] = ofType(resources, "AWS::Lambda::EventInvokeConfig").filter(([, c]) => c.Properties.FunctionName.Ref === TRIGGER);
     expect(config?.[1].Properties).toMatchObject({
       Qualifier: "$LATEST",
@@ -282,7 +309,12 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(rule.Properties.Targets).toEqual([expect.objectContaining({ DeadLetterConfig: { Arn: getAtt("TriggerFailureQueue") } })]);
     // EventBridge may send to the queue for this rule only.
     const [statement] = resources.TriggerFailureQueuePolicy.Properties.PolicyDocument.Statement as Json[];
-    expect(statement).toMatchObject({ Effect: "Allow", Principal: { Service: "events.amazonaws.com" }, Action: "sqs:SendMessage", Resource: getAtt("TriggerFailureQueue") });
+    expect(statement).toMatchObject({
+      Effect: "Allow",
+      Principal: { Service: "events.amazonaws.com" },
+      Action: "sqs:SendMessage",
+      Resource: getAtt("TriggerFailureQueue"),
+    });
     const ruleArn = JSON.stringify(statement!.Condition.ArnEquals["aws:SourceArn"]);
     expect(ruleArn).toContain(BUS[layout] === "default" ? `:rule/${rule.Properties.Name}"` : `:rule/${BUS[layout]}/${rule.Properties.Name}"`);
   });

@@ -68,7 +68,10 @@ describe("spec validation", () => {
     [{}, "spec.persistentVolumeClaims"],
     [{ persistentVolumeClaims: [] }, "spec.persistentVolumeClaims"],
     [{ persistentVolumeClaims: [{ ...valid.persistentVolumeClaims[0], targetStorageClass: undefined }] }, "spec.persistentVolumeClaims[0].targetStorageClass"],
-    [{ persistentVolumeClaims: [{ ...valid.persistentVolumeClaims[0], targetAccessModes: ["Sometimes"] }] }, "spec.persistentVolumeClaims[0].targetAccessModes[0]"],
+    [
+      { persistentVolumeClaims: [{ ...valid.persistentVolumeClaims[0], targetAccessModes: ["Sometimes"] }] },
+      "spec.persistentVolumeClaims[0].targetAccessModes[0]",
+    ],
     [{ persistentVolumeClaims: [{ ...valid.persistentVolumeClaims[0], name: "Not_A_Name" }] }, "spec.persistentVolumeClaims[0].name"],
     [{ ...valid, backOffLimit: -1 }, "spec.backOffLimit"],
     [{ ...valid, migrationType: "Sideways" }, "spec.migrationType"],

@@ -7,8 +7,8 @@ import { runRsyncOperations } from "../../src/phases/rsyncOperations";
 import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../src/phases/serverPods";
 import { clientSecretName, createRsyncConfig, createStunnelConfig } from "../../src/phases/transferConfig";
 import type { PhaseContext } from "../../src/phases/types";
-import { fakeContext, TWO_NAMESPACE_SPEC } from "../support/phaseContext";
 import type { FakeCluster } from "../support/fakeCluster";
+import { fakeContext, TWO_NAMESPACE_SPEC } from "../support/phaseContext";
 
 function decode(object: unknown, key: string) {
   const secret = object as { data?: Record<string, string>; stringData?: Record<string, string> } | undefined;
@@ -19,7 +19,10 @@ async function configured(spec: unknown = TWO_NAMESPACE_SPEC) {
   const setup = fakeContext(spec, { sameCluster: false });
   await createRsyncEndpoint(setup.ctx);
   for (const ns of new Set(setup.ctx.volumes.map((v) => v.to.namespace))) {
-    setup.destination.mutate({ ...KINDS.Service, namespace: ns, name: transferNames(setup.ctx.dvm).endpointService }, (svc) => ((svc.spec as Record<string, unknown>).clusterIP = "10.0.0.9"));
+    setup.destination.mutate(
+      { ...KINDS.Service, namespace: ns, name: transferNames(setup.ctx.dvm).endpointService },
+      (svc) => ((svc.spec as Record<string, unknown>).clusterIP = "10.0.0.9"),
+    );
   }
   return setup;
 }
@@ -59,7 +62,9 @@ describe("rsync server pods", () => {
     await createRsyncTransferPods(ctx);
     expect(destination.totalCreations("Pod")).toBe(2);
     const name = transferNames(ctx.dvm).serverPod;
-    const shop = await destination.get<{ spec: { volumes: { persistentVolumeClaim?: { claimName: string } }[] } } & import("../../src/kube/objects").KubeObject>({ ...KINDS.Pod, namespace: "shop", name });
+    const shop = await destination.get<
+      { spec: { volumes: { persistentVolumeClaim?: { claimName: string } }[] } } & import("../../src/kube/objects").KubeObject
+    >({ ...KINDS.Pod, namespace: "shop", name });
     expect(shop!.spec.volumes.flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : [])).sort()).toEqual(["db", "media-new"]);
     expect((await waitForRsyncTransferPodsRunning(ctx)).kind).toBe("wait");
     setPhase(destination, "shop", name, "Running");
@@ -87,10 +92,18 @@ describe("RunRsyncOperations", () => {
     source.logs.set(`shop/${podOf(ctx, 0, 1)}`, "     1,024,000  42%   10.00MB/s    0:00:01 (xfr#1, to-chk=3/5)");
     setPhase(source, "shop", podOf(ctx, 0, 1), "Running");
     const running = await runRsyncOperations(ctx);
-    expect(running).toMatchObject({ kind: "wait", status: { runningPods: [{ name: podOf(ctx, 0, 1), lastObservedProgressPercent: "42%", lastObservedTransferRate: "10.00MB/s" }] } });
+    expect(running).toMatchObject({
+      kind: "wait",
+      status: { runningPods: [{ name: podOf(ctx, 0, 1), lastObservedProgressPercent: "42%", lastObservedTransferRate: "10.00MB/s" }] },
+    });
     const record = (await host.list(KINDS.DirectVolumeMigrationProgress, ctx.dvm.namespace, {})).find((r) => (r.spec as { pvcName: string }).pvcName === "db");
     expect(record?.status).toMatchObject({ podName: podOf(ctx, 0, 1), lastObservedProgressPercent: "42%" });
-    for (const [i, ns] of [[0, "shop"], [1, "shop"], [2, "ops"]] as const) setPhase(source, ns, podOf(ctx, i, 1), "Succeeded");
+    for (const [i, ns] of [
+      [0, "shop"],
+      [1, "shop"],
+      [2, "ops"],
+    ] as const)
+      setPhase(source, ns, podOf(ctx, i, 1), "Succeeded");
     const done = await runRsyncOperations(ctx);
     expect(done.kind).toBe("advance");
     expect(done.kind === "advance" && done.status?.rsyncOperations).toEqual([
@@ -105,15 +118,22 @@ describe("RunRsyncOperations", () => {
     const spec = { persistentVolumeClaims: [TWO_NAMESPACE_SPEC.persistentVolumeClaims[0]], backOffLimit: 2 };
     const { ctx, source } = await operations(spec);
     await runRsyncOperations(ctx);
-    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 10, message: "rsync error: error in socket IO (code 10)" } } }] });
+    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", {
+      containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 10, message: "rsync error: error in socket IO (code 10)" } } }],
+    });
     expect(await runRsyncOperations(ctx)).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 2 }] } });
     // A repeated poll adopts attempt 2 instead of creating another.
     await runRsyncOperations(ctx);
     expect(source.totalCreations("Pod")).toBe(2);
     expect(await source.get({ ...KINDS.Pod, namespace: "shop", name: podOf(ctx, 0, 1) })).toBeUndefined();
-    setPhase(source, "shop", podOf(ctx, 0, 2), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 10, message: "rsync error: error in socket IO (code 10)" } } }] });
+    setPhase(source, "shop", podOf(ctx, 0, 2), "Failed", {
+      containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 10, message: "rsync error: error in socket IO (code 10)" } } }],
+    });
     const failed = await runRsyncOperations(ctx);
-    expect(failed).toMatchObject({ kind: "fail", errors: ["spec.persistentVolumeClaims[0]: rsync of shop/db to shop/db failed after 2 attempts: exit code 10: rsync error: error in socket IO (code 10)"] });
+    expect(failed).toMatchObject({
+      kind: "fail",
+      errors: ["spec.persistentVolumeClaims[0]: rsync of shop/db to shop/db failed after 2 attempts: exit code 10: rsync error: error in socket IO (code 10)"],
+    });
     expect(failed.kind === "fail" && failed.status?.failedPods?.[0]?.name).toBe(podOf(ctx, 0, 2));
   });
 
@@ -123,7 +143,9 @@ describe("RunRsyncOperations", () => {
     await runRsyncOperations(ctx);
     const server = { ...KINDS.Pod, namespace: "shop", name: transferNames(ctx.dvm).serverPod };
     await destination.delete(server);
-    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 12, message: "rsync error: error in rsync protocol data stream (code 12)" } } }] });
+    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", {
+      containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 12, message: "rsync error: error in rsync protocol data stream (code 12)" } } }],
+    });
     // The server is created again; the next attempt waits until it runs.
     expect(await runRsyncOperations(ctx)).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 1 }] } });
     expect(await destination.get(server)).toBeDefined();
@@ -144,9 +166,13 @@ describe("RunRsyncOperations", () => {
     ].join("\n");
     // The log has all three; the termination message (the log's end) only the last one and the summary.
     source.logs.set(`shop/${podOf(ctx, 0, 1)}`, vanished);
-    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 24, message: vanished.split("\n").slice(-2).join("\n") } } }] });
+    setPhase(source, "shop", podOf(ctx, 0, 1), "Failed", {
+      containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 24, message: vanished.split("\n").slice(-2).join("\n") } } }],
+    });
     // Logs unreadable (kwok): the termination message is all there is.
-    setPhase(source, "ops", podOf(ctx, 2, 1), "Failed", { containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 24, message: vanished.split("\n").slice(-2).join("\n") } } }] });
+    setPhase(source, "ops", podOf(ctx, 2, 1), "Failed", {
+      containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 24, message: vanished.split("\n").slice(-2).join("\n") } } }],
+    });
     setPhase(source, "shop", podOf(ctx, 1, 1), "Succeeded");
     const done = await runRsyncOperations(ctx);
     expect(done).toMatchObject({ kind: "advance", warnings: [{ type: "RsyncFilesVanished", category: "Warn", status: "True", durable: true }] });
@@ -162,7 +188,11 @@ describe("RunRsyncOperations", () => {
   it("builds client pods that connect through the volume's own client Secret, unprivileged by default", async () => {
     const { ctx, source } = await operations(TWO_NAMESPACE_SPEC);
     await runRsyncOperations(ctx);
-    const pod = await source.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown>; restartPolicy: string; volumes: { name: string; secret?: { secretName: string } }[] } }>({ ...KINDS.Pod, namespace: "ops", name: podOf(ctx, 2, 1) });
+    const pod = await source.get<
+      import("../../src/kube/objects").KubeObject & {
+        spec: { securityContext: Record<string, unknown>; restartPolicy: string; volumes: { name: string; secret?: { secretName: string } }[] };
+      }
+    >({ ...KINDS.Pod, namespace: "ops", name: podOf(ctx, 2, 1) });
     expect(pod!.spec.restartPolicy).toBe("Never");
     expect(pod!.spec.securityContext.runAsNonRoot).toBe(true);
     expect(pod!.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe(clientSecretName(ctx, ctx.volumes[2]!));
@@ -173,8 +203,16 @@ describe("RunRsyncOperations", () => {
     const { ctx, source, destination } = await operations({ ...TWO_NAMESPACE_SPEC, transferIdentity: { runAsUser: 1234, runAsGroup: 5678 } });
     await runRsyncOperations(ctx);
     await createRsyncTransferPods(ctx);
-    const client = await source.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({ ...KINDS.Pod, namespace: "ops", name: podOf(ctx, 2, 1) });
-    const server = await destination.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({ ...KINDS.Pod, namespace: "shop", name: transferNames(ctx.dvm).serverPod });
+    const client = await source.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({
+      ...KINDS.Pod,
+      namespace: "ops",
+      name: podOf(ctx, 2, 1),
+    });
+    const server = await destination.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({
+      ...KINDS.Pod,
+      namespace: "shop",
+      name: transferNames(ctx.dvm).serverPod,
+    });
     for (const pod of [client, server]) expect(pod!.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1234, runAsGroup: 5678 });
   });
 });

@@ -8,10 +8,10 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "
 import { CloudEvent, HTTP } from "cloudevents";
 import { describe, expect, it } from "vitest";
 import type { MetricsWriter } from "../../src/aws/phaseMetrics";
+import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../src/aws/triggerHandler";
 import type { DvmSpec } from "../../src/dvm/types";
-import { TriggerUnavailableError, createTriggerHandler, triggerFromEnv } from "../../src/aws/triggerHandler";
 import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../src/events/migrationStore";
-import { EVENT_ANNOTATION, dvmNameForEvent } from "../../src/events/names";
+import { dvmNameForEvent, EVENT_ANNOTATION } from "../../src/events/names";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { parseSourceAllowList } from "../../src/events/sources";
 import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../src/events/trigger";
@@ -23,7 +23,8 @@ const SPEC: DvmSpec = {
 };
 const DATA = { namespace: "migrations", spec: SPEC };
 const SOURCE = "https://ci.example.com/pipelines/7";
-const requested = (overrides: Record<string, unknown> = {}) => new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source: SOURCE, id: "req-1", data: DATA, ...overrides });
+const requested = (overrides: Record<string, unknown> = {}) =>
+  new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source: SOURCE, id: "req-1", data: DATA, ...overrides });
 
 class MemoryStore implements MigrationStore {
   readonly objects = new Map<string, NewMigration & { uid: string }>();
@@ -70,7 +71,11 @@ describe("the trigger", () => {
     const name = dvmNameForEvent({ source: SOURCE, id: "req-1" });
     expect(reply).toEqual({
       status: 201,
-      body: { result: "created", migration: { namespace: "migrations", name, uid: "uid-1" }, event: { source: SOURCE, id: "req-1", type: MIGRATION_REQUESTED } },
+      body: {
+        result: "created",
+        migration: { namespace: "migrations", name, uid: "uid-1" },
+        event: { source: SOURCE, id: "req-1", type: MIGRATION_REQUESTED },
+      },
     });
     const created = store.objects.get(`migrations/${name}`)!;
     expect(created.annotations).toEqual({ [EVENT_ANNOTATION.source]: SOURCE, [EVENT_ANNOTATION.id]: "req-1", [EVENT_ANNOTATION.type]: MIGRATION_REQUESTED });
@@ -82,7 +87,12 @@ describe("the trigger", () => {
     const { trigger, store } = withStore();
     const first = await trigger.handleHttp(HTTP.structured(requested()) as never);
     const again = await trigger.handleHttp(HTTP.binary(requested()) as never);
-    const viaBridge = await trigger.handleEventBridge({ id: "bridge-1", "detail-type": MIGRATION_REQUESTED, source: "ignored", detail: JSON.parse(HTTP.structured(requested()).body as string) });
+    const viaBridge = await trigger.handleEventBridge({
+      id: "bridge-1",
+      "detail-type": MIGRATION_REQUESTED,
+      source: "ignored",
+      detail: JSON.parse(HTTP.structured(requested()).body as string),
+    });
     expect(first.status).toBe(201);
     for (const reply of [again, viaBridge]) {
       expect(reply.status).toBe(200);
@@ -103,7 +113,14 @@ describe("the trigger", () => {
   it("answers 409 when a DVM of the derived name was created for another event", async () => {
     const store = new MemoryStore();
     const name = dvmNameForEvent({ source: SOURCE, id: "req-1" });
-    store.objects.set(`migrations/${name}`, { namespace: "migrations", name, uid: "other", labels: {}, spec: SPEC, annotations: { [EVENT_ANNOTATION.source]: "urn:else", [EVENT_ANNOTATION.id]: "x" } });
+    store.objects.set(`migrations/${name}`, {
+      namespace: "migrations",
+      name,
+      uid: "other",
+      labels: {},
+      spec: SPEC,
+      annotations: { [EVENT_ANNOTATION.source]: "urn:else", [EVENT_ANNOTATION.id]: "x" },
+    });
     const { trigger } = withStore(store);
     const reply = await trigger.handleHttp(HTTP.structured(requested()) as never);
     expect(reply.status).toBe(409);
@@ -124,7 +141,12 @@ describe("the trigger", () => {
     ["the CRD refusing the object", new KubeApiError("create: spec.persistentVolumeClaims: Invalid value", 422, "Invalid"), 422, { field: "data.spec" }],
     ["an API server that is down", new KubeApiError("create: connect ECONNREFUSED", undefined, undefined), 503, { error: "unavailable" }],
     ["throttling", new KubeApiError("create: too many requests", 429, "TooManyRequests"), 503, { error: "unavailable" }],
-    ["RBAC refusing the create", new KubeApiError('create: directvolumemigrations is forbidden: User "trigger"', 403, "Forbidden"), 500, { error: "internal error" }],
+    [
+      "RBAC refusing the create",
+      new KubeApiError('create: directvolumemigrations is forbidden: User "trigger"', 403, "Forbidden"),
+      500,
+      { error: "internal error" },
+    ],
     ["the CRD not installed", new KubeApiError("create: the server could not find the requested resource", 404, "NotFound"), 500, { error: "internal error" }],
   ])("answers %s with %i", async (_name, error, status, body) => {
     const store = new MemoryStore();
@@ -144,7 +166,13 @@ describe("the trigger", () => {
       const trigger = createTrigger({ store: async () => (loads++, store), ...(allowedSources ? { allowedSources } : {}) });
       const http = await trigger.handleHttp(HTTP.structured(requested()) as never);
       expect(http).toMatchObject({ status: 403, body: { error: "source not allowed", field: "source" } });
-      const bridge = await trigger.handleEventBridge({ version: "0", id: "e-1", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: { namespace: "migrations", spec: {} } });
+      const bridge = await trigger.handleEventBridge({
+        version: "0",
+        id: "e-1",
+        "detail-type": MIGRATION_REQUESTED,
+        source: "com.example.ci",
+        detail: { namespace: "migrations", spec: {} },
+      });
       expect(bridge).toMatchObject({ status: 403, body: { field: "source" } });
       expect(store.objects.size).toBe(0);
       expect(loads).toBe(0);
@@ -185,7 +213,9 @@ function httpApiEvent(message: { headers: Record<string, unknown>; body: unknown
     rawPath: "/migrations",
     rawQueryString: "",
     headers: Object.fromEntries(Object.entries(message.headers).map(([k, v]) => [k.toLowerCase(), String(v)])),
-    requestContext: { http: { method: "POST", path: "/migrations", protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "test" } } as APIGatewayProxyEventV2["requestContext"],
+    requestContext: {
+      http: { method: "POST", path: "/migrations", protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "test" },
+    } as APIGatewayProxyEventV2["requestContext"],
     body: base64 ? Buffer.from(body).toString("base64") : body,
     isBase64Encoded: base64,
   };
@@ -195,7 +225,11 @@ describe("the trigger function's adapter", () => {
   const setup = () => {
     const store = new MemoryStore();
     const metrics = new MetricsRecorder();
-    const handle = createTriggerHandler({ trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") }), log: capturingLogger(), metrics });
+    const handle = createTriggerHandler({
+      trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") }),
+      log: capturingLogger(),
+      metrics,
+    });
     return { store, metrics, handle };
   };
 
@@ -210,7 +244,9 @@ describe("the trigger function's adapter", () => {
 
     const again = (await handle(httpApiEvent(HTTP.structured(requested())))) as APIGatewayProxyStructuredResultV2;
     expect(again.statusCode).toBe(200);
-    const bad = (await handle(httpApiEvent({ headers: { "content-type": "application/cloudevents+json" }, body: "nope" }))) as APIGatewayProxyStructuredResultV2;
+    const bad = (await handle(
+      httpApiEvent({ headers: { "content-type": "application/cloudevents+json" }, body: "nope" }),
+    )) as APIGatewayProxyStructuredResultV2;
     expect(bad.statusCode).toBe(400);
     expect(JSON.parse(bad.body!)).toMatchObject({ field: "body" });
     expect(metrics.values.MigrationsRefused).toBe(1);
@@ -227,7 +263,14 @@ describe("the trigger function's adapter", () => {
 
   it("returns the reply of an EventBridge event, refused ones included (not retried)", async () => {
     const { handle, store } = setup();
-    const created = await handle({ version: "0", id: "b1", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", time: "2024-05-01T10:00:00Z", detail: DATA });
+    const created = await handle({
+      version: "0",
+      id: "b1",
+      "detail-type": MIGRATION_REQUESTED,
+      source: "com.example.ci",
+      time: "2024-05-01T10:00:00Z",
+      detail: DATA,
+    });
     expect(created).toMatchObject({ status: 201, body: { event: { source: "com.example.ci", id: "b1" } } });
     const redelivered = await handle({ version: "0", id: "b1", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: DATA });
     expect(redelivered).toMatchObject({ status: 200 });
@@ -247,7 +290,9 @@ describe("triggerFromEnv", () => {
   it("warns once, when built, that an empty allow-list refuses every event", () => {
     const log = capturingLogger();
     triggerFromEnv({}, log);
-    expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused")]);
+    expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([
+      expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused"),
+    ]);
     const quiet = capturingLogger();
     triggerFromEnv({ TRIGGER_ALLOWED_SOURCES: "urn:a" }, quiet);
     expect(quiet.lines).toEqual([]);
@@ -256,7 +301,10 @@ describe("triggerFromEnv", () => {
   it("applies the allow-list and the size limit from the environment", async () => {
     const trigger = triggerFromEnv({ TRIGGER_ALLOWED_SOURCES: "urn:only", TRIGGER_MAX_EVENT_BYTES: "100" }, capturingLogger());
     expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(413);
-    const small = await trigger.handleHttp({ headers: { "content-type": "application/cloudevents+json" }, body: JSON.stringify({ specversion: "1.0", id: "1", source: "urn:x", type: MIGRATION_REQUESTED }) });
+    const small = await trigger.handleHttp({
+      headers: { "content-type": "application/cloudevents+json" },
+      body: JSON.stringify({ specversion: "1.0", id: "1", source: "urn:x", type: MIGRATION_REQUESTED }),
+    });
     expect(small).toMatchObject({ status: 403, body: { field: "source" } });
   });
 });

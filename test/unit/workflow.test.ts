@@ -12,8 +12,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { phaseFunctionName } from "../../src/aws/functionLayout";
 import { packageService } from "../support/osls";
 import { missing } from "../support/requirements";
@@ -21,8 +21,15 @@ import { missing } from "../support/requirements";
 const ROOT = join(import.meta.dirname, "..", "..");
 const WORKFLOWS = join(ROOT, ".github", "workflows");
 const SCRIPTS = [
-  "infra/kind/e2e.sh", "infra/localstack/start.sh", "infra/tools/actionlint.sh", ".ci/run", ".ci/external-endpoints.sh",
-  "infra/controlplane/build.sh", "infra/nodes/images.sh", "infra/lib/build-steps.sh", "infra/nodes/teardown.sh",
+  "infra/kind/e2e.sh",
+  "infra/localstack/start.sh",
+  "infra/tools/actionlint.sh",
+  ".ci/run",
+  ".ci/external-endpoints.sh",
+  "infra/controlplane/build.sh",
+  "infra/nodes/images.sh",
+  "infra/lib/build-steps.sh",
+  "infra/nodes/teardown.sh",
 ];
 const run = promisify(execFile);
 const scratch = mkdtempSync(join(tmpdir(), "dvm-workflow-test-"));

@@ -8,8 +8,8 @@
  */
 import type { Command } from "commander";
 import { DVM_API_VERSION, DVM_PLURAL } from "../../dvm/types";
-import { resourcePath } from "../../kube/rest";
 import { SecretClusterResolver } from "../../kube/resolver";
+import { resourcePath } from "../../kube/rest";
 import { silentLogger } from "../../log";
 import { continueDeletion, type DeletionDeps } from "../../runner/deletion";
 import type { CliContext } from "../context";
@@ -27,7 +27,10 @@ async function cancel(ctx: CliContext, name: string, options: { timeout: string 
   const dvm = await getDvm(ctx, name);
   const { uid, namespace } = dvm.metadata;
 
-  await host.cluster.rest.request({ method: "DELETE", path: resourcePath(DVM_API_VERSION, DVM_PLURAL, namespace, name) }, `delete DirectVolumeMigration ${namespace}/${name}`);
+  await host.cluster.rest.request(
+    { method: "DELETE", path: resourcePath(DVM_API_VERSION, DVM_PLURAL, namespace, name) },
+    `delete DirectVolumeMigration ${namespace}/${name}`,
+  );
   println(ctx.io.stdout, `Deleted DirectVolumeMigration ${namespace}/${name} (uid ${uid}); no phase will start for it any more.`);
 
   const deps: DeletionDeps = {
@@ -44,7 +47,8 @@ async function cancel(ctx: CliContext, name: string, options: { timeout: string 
     const step = await continueDeletion(deps, current?.metadata.uid === uid ? current : dvm);
     if (step.kind === "released") break;
     if (ctx.io.now() > deadline) {
-      const why = step.kind === "leaseHeld" ? `phase ${step.phases.join(", ")} still holds its lease` : `transfer resources are still terminating (${step.reason})`;
+      const why =
+        step.kind === "leaseHeld" ? `phase ${step.phases.join(", ")} still holds its lease` : `transfer resources are still terminating (${step.reason})`;
       throw new CliError(`${namespace}/${name}: ${why}; run cancel again later`);
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));

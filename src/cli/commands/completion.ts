@@ -1,6 +1,6 @@
 /** `dvm completion bash|zsh`: prints the shell completion script (src/cli/completion.ts). */
 import { Argument, type Command } from "commander";
-import { COMPLETION_SHELLS, completionScript, type CompletionShell } from "../completion";
+import { COMPLETION_SHELLS, type CompletionShell, completionScript } from "../completion";
 import type { CommandKit } from "../program";
 
 export function registerCompletion(program: Command, kit: CommandKit): void {

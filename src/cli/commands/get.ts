@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { CliContext } from "../context";
 import { getDvm } from "../lookup";
 import type { CommandKit } from "../program";
-import { outputOption, renderSummary, serialize, type OutputFormat } from "../render";
+import { type OutputFormat, outputOption, renderSummary, serialize } from "../render";
 import { summarizeDvm } from "../summary";
 
 async function get(ctx: CliContext, name: string, options: { output: OutputFormat }): Promise<number> {

@@ -4,7 +4,7 @@ import type { CliContext } from "../context";
 import { println } from "../io";
 import { listDvms } from "../lookup";
 import type { CommandKit } from "../program";
-import { outputOption, renderSummaryTable, serialize, type OutputFormat } from "../render";
+import { type OutputFormat, outputOption, renderSummaryTable, serialize } from "../render";
 import { summarizeDvm } from "../summary";
 
 async function list(ctx: CliContext, options: { output: OutputFormat; allNamespaces?: boolean }): Promise<number> {

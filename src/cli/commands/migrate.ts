@@ -12,15 +12,15 @@ import { CliError } from "../errors";
 import { println } from "../io";
 import type { CommandKit } from "../program";
 import {
+  type DvmDraft,
   draftFromDocument,
   dvmObject,
   formatIssue,
   hasSpecFlags,
-  specFromFlags,
-  validateDraft,
-  type DvmDraft,
   type InputIssue,
   type MigrateFlags,
+  specFromFlags,
+  validateDraft,
 } from "../spec";
 
 interface MigrateOptions extends MigrateFlags {
@@ -35,7 +35,8 @@ function readDraft(ctx: CliContext, options: MigrateOptions): { draft: DvmDraft;
     const { spec, issues } = specFromFlags(options);
     return { draft: { spec }, issues, fromFlags: true };
   }
-  if (hasSpecFlags(options)) throw new CliError("-f/--file and the spec flags (--pvc, --storage-class, ...) cannot be combined: put everything in the file, or use flags only");
+  if (hasSpecFlags(options))
+    throw new CliError("-f/--file and the spec flags (--pvc, --storage-class, ...) cannot be combined: put everything in the file, or use flags only");
   let text: string;
   const source = options.file === "-" ? "standard input" : resolve(ctx.io.cwd, options.file);
   try {
@@ -87,11 +88,15 @@ async function migrate(ctx: CliContext, nameArg: string | undefined, options: Mi
   } catch (error) {
     const e = toKubeApiError(error, action);
     if (e.isAlreadyExists) {
-      throw new CliError(`DirectVolumeMigration "${name}" already exists in namespace "${namespace}": pick another name, or follow it with dvm watch ${name} -n ${namespace}`);
+      throw new CliError(
+        `DirectVolumeMigration "${name}" already exists in namespace "${namespace}": pick another name, or follow it with dvm watch ${name} -n ${namespace}`,
+      );
     }
     if (e.isNotFound) {
       if (!(await host.cluster.serves(KINDS.DirectVolumeMigration))) {
-        throw new CliError(`the API server at ${host.server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/crds) or pick another --context`);
+        throw new CliError(
+          `the API server at ${host.server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/crds) or pick another --context`,
+        );
       }
       throw new CliError(`namespace "${namespace}" not found: create it, or pass -n/--namespace`);
     }

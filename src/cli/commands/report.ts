@@ -24,7 +24,9 @@ async function report(ctx: CliContext, name: string | undefined, options: Report
   const { ledger, table, endpoint } = ctx.ledger();
   const entries = await ledger.history(subject.uid);
   if (entries.length === 0) {
-    throw new CliError(`no ledger entries for ${subject.label} in table "${table}" at ${endpoint}: the migration has not started yet, or --table/--dynamodb-endpoint point at another ledger`);
+    throw new CliError(
+      `no ledger entries for ${subject.label} in table "${table}" at ${endpoint}: the migration has not started yet, or --table/--dynamodb-endpoint point at another ledger`,
+    );
   }
   const timing = buildTimingReport({ entries, now: ctx.io.now(), ...(subject.dvm ? { itinerary: mainItineraryOf(subject.dvm) } : {}) });
   if (options.svg) {

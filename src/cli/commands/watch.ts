@@ -9,7 +9,7 @@ import { LABEL } from "../../phases/names";
 import type { CliContext } from "../context";
 import { CliError, explainError } from "../errors";
 import { getDvm } from "../lookup";
-import { EXIT, type CommandKit } from "../program";
+import { type CommandKit, EXIT } from "../program";
 import { volumeProgressList } from "../progress";
 import { BarWatchView, isFinished, PlainWatchView, snapshotOf, type WatchSnapshot, type WatchView } from "../watchView";
 
@@ -32,7 +32,10 @@ async function readSnapshot(ctx: CliContext, name: string, uid: string): Promise
   const host = ctx.cluster();
   const dvm = await host.store.get(host.namespace, name);
   if (!dvm) throw new CliError(`DirectVolumeMigration "${name}" in namespace "${host.namespace}" was deleted while it was watched`);
-  if (dvm.metadata.uid !== uid) throw new CliError(`DirectVolumeMigration "${name}" in namespace "${host.namespace}" was deleted and created again (new uid ${dvm.metadata.uid}): watch it again`);
+  if (dvm.metadata.uid !== uid)
+    throw new CliError(
+      `DirectVolumeMigration "${name}" in namespace "${host.namespace}" was deleted and created again (new uid ${dvm.metadata.uid}): watch it again`,
+    );
   const records = await host.cluster.list(KINDS.DirectVolumeMigrationProgress, host.namespace, { [LABEL.dvmUid]: uid });
   return snapshotOf(dvm, volumeProgressList(records), ctx.io.now());
 }
@@ -65,7 +68,9 @@ async function watch(ctx: CliContext, name: string, options: WatchOptions): Prom
       if (last && isFinished(last)) break;
       if (interrupted) return EXIT.interrupted;
       if (deadline !== undefined && io.now() >= deadline) {
-        throw new CliError(`still ${last?.phase ? `in ${last.phase}` : "not started"} after ${options.timeout} s (--timeout): the migration goes on; watch it again later`);
+        throw new CliError(
+          `still ${last?.phase ? `in ${last.phase}` : "not started"} after ${options.timeout} s (--timeout): the migration goes on; watch it again later`,
+        );
       }
       await io.sleep(options.interval * 1000);
       if (interrupted) return EXIT.interrupted;

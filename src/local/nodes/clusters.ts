@@ -11,14 +11,14 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { StorageV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { defaultBinDir, startControlPlane, type ControlPlane } from "../controlPlane";
-import { spawnLogged, stopProcess, type ManagedProcess } from "../processes";
+import { type KubeConfig, StorageV1Api } from "@kubernetes/client-node";
+import { type ControlPlane, defaultBinDir, startControlPlane } from "../controlPlane";
+import { type ManagedProcess, spawnLogged, stopProcess } from "../processes";
 import { host, nodeModeSupport } from "./host";
-import { createNetwork } from "./network";
 import type { NodeImages } from "./images";
-import { startNode, type RealNode } from "./node";
-import { MAX_SLOTS, slotPlan, type SlotPlan } from "./plan";
+import { createNetwork } from "./network";
+import { type RealNode, startNode } from "./node";
+import { MAX_SLOTS, type SlotPlan, slotPlan } from "./plan";
 
 const TEARDOWN = fileURLToPath(new URL("../../../infra/nodes/teardown.sh", import.meta.url));
 export const NODES_STATE_ROOT = "/var/tmp/dvm-nodes";
@@ -91,7 +91,14 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
     say("starting etcd and kube-apiserver for each cluster");
     const started = await Promise.allSettled(
       plan.nodes.map((node) =>
-        startControlPlane({ name: node.name, binDir, withKwok: false, bindAddress: plan.bridgeIp, serviceCidr: node.serviceCidr, logDir: join(logRoot, node.name) }),
+        startControlPlane({
+          name: node.name,
+          binDir,
+          withKwok: false,
+          bindAddress: plan.bridgeIp,
+          serviceCidr: node.serviceCidr,
+          logDir: join(logRoot, node.name),
+        }),
       ),
     );
     for (const result of started) if (result.status === "fulfilled") planes.push(result.value);
@@ -108,9 +115,28 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
         // temp folder is not visible.
         const kubeconfigPath = join(dir, "admin.kubeconfig");
         writeFileSync(kubeconfigPath, readFileSync(plane.kubeconfigPath), { mode: 0o600 });
-        const realNode = await startNode({ plan, node, dir, binDir, kubeconfigPath, kubeConfig: plane.kubeConfig(), images: options.images, pidFile, logDir: join(logRoot, node.name), say });
+        const realNode = await startNode({
+          plan,
+          node,
+          dir,
+          binDir,
+          kubeconfigPath,
+          kubeConfig: plane.kubeConfig(),
+          images: options.images,
+          pidFile,
+          logDir: join(logRoot, node.name),
+          say,
+        });
         await ensureStorageClass(plane.kubeConfig());
-        return { name: node.name, kubeconfigPath: plane.kubeconfigPath, server: plane.server, etcdUrl: plane.etcdUrl, controlPlane: plane, node: realNode, kubeConfig: plane.kubeConfig };
+        return {
+          name: node.name,
+          kubeconfigPath: plane.kubeconfigPath,
+          server: plane.server,
+          etcdUrl: plane.etcdUrl,
+          controlPlane: plane,
+          node: realNode,
+          kubeConfig: plane.kubeConfig,
+        };
       }),
     );
     return { plan, stateDir, clusters, images: options.images, stop };

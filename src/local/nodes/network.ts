@@ -11,7 +11,8 @@ import type { SlotPlan } from "./plan";
 
 export async function createNetwork(plan: SlotPlan): Promise<void> {
   // A bridge left by a crashed owner is the teardown's job; here it would mean two owners of one slot.
-  if (await hostQuiet("ip", ["link", "show", plan.bridge])) throw new Error(`bridge ${plan.bridge} exists already: is another node-mode run using slot ${plan.slot}?`);
+  if (await hostQuiet("ip", ["link", "show", plan.bridge]))
+    throw new Error(`bridge ${plan.bridge} exists already: is another node-mode run using slot ${plan.slot}?`);
   await host("ip", ["link", "add", plan.bridge, "type", "bridge"]);
   await host("ip", ["addr", "add", `${plan.bridgeIp}/24`, "dev", plan.bridge]);
   await host("ip", ["link", "set", plan.bridge, "up"]);

@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
-import { spawnLogged, tailFile, type ManagedProcess } from "../processes";
+import { type ManagedProcess, spawnLogged, tailFile } from "../processes";
 import { GiveUp, waitFor } from "../wait";
 import { CNI_BIN_DIR, host } from "./host";
 import { importBaseName, type NodeImages } from "./images";
@@ -85,10 +85,14 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     "dvm-node-holder",
     dir,
   ]);
-  await waitFor(`${node.name}: mount namespace`, async () => {
-    if (!holder.isRunning()) throw new GiveUp(`the node's namespace holder exited:\n${tailFile(holder.logFile)}`);
-    return existsSync(ready);
-  }, 10_000);
+  await waitFor(
+    `${node.name}: mount namespace`,
+    async () => {
+      if (!holder.isRunning()) throw new GiveUp(`the node's namespace holder exited:\n${tailFile(holder.logFile)}`);
+      return existsSync(ready);
+    },
+    10_000,
+  );
   const inNode = (name: string, command: string, args: string[]) =>
     spawn(name, "nsenter", [`--target=${holder.pid}`, "--mount", "--net", "--", command, ...args]);
 
@@ -98,17 +102,28 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   writeFileSync(containerdConfig, containerdToml({ ...paths, pauseImage: options.images.pauseImage }));
   options.say(`${node.name}: starting containerd`);
   const containerd = inNode("containerd", "containerd", ["--config", containerdConfig]);
-  await waitFor(`${node.name}: containerd`, async () => {
-    if (!containerd.isRunning()) throw new GiveUp(`containerd exited:\n${tailFile(containerd.logFile)}`);
-    return existsSync(paths.socket);
-  }, 30_000, () => tailFile(containerd.logFile));
+  await waitFor(
+    `${node.name}: containerd`,
+    async () => {
+      if (!containerd.isRunning()) throw new GiveUp(`containerd exited:\n${tailFile(containerd.logFile)}`);
+      return existsSync(paths.socket);
+    },
+    30_000,
+    () => tailFile(containerd.logFile),
+  );
 
   // Images come from files: nothing is ever pulled (there is no route to a registry anyway).
   options.say(`${node.name}: importing the pause and transfer images`);
-  for (const [tar, reference] of [[options.images.pauseTar, options.images.pauseImage], [options.images.transferTar, options.images.transferImage]] as const) {
-    await host("ctr", ["--address", paths.socket, "--namespace", "k8s.io", "images", "import", "--base-name", importBaseName(reference), tar], { timeoutMs: 300_000 });
+  for (const [tar, reference] of [
+    [options.images.pauseTar, options.images.pauseImage],
+    [options.images.transferTar, options.images.transferImage],
+  ] as const) {
+    await host("ctr", ["--address", paths.socket, "--namespace", "k8s.io", "images", "import", "--base-name", importBaseName(reference), tar], {
+      timeoutMs: 300_000,
+    });
     const listed = await host("ctr", ["--address", paths.socket, "--namespace", "k8s.io", "images", "list", "--quiet"]);
-    if (!listed.split("\n").includes(reference)) throw new Error(`${node.name}: importing ${tar} did not give ${reference} (have: ${listed.trim().replace(/\n/g, ", ")})`);
+    if (!listed.split("\n").includes(reference))
+      throw new Error(`${node.name}: importing ${tar} did not give ${reference} (have: ${listed.trim().replace(/\n/g, ", ")})`);
   }
 
   options.say(`${node.name}: starting the kubelet, kube-proxy, the controller-manager and the scheduler`);

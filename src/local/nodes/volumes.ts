@@ -9,10 +9,14 @@ import { waitFor } from "../wait";
 export async function volumeFolder(kc: KubeConfig, holderPid: number, namespace: string, name: string, timeoutMs = 60_000): Promise<string> {
   const core = kc.makeApiClient(CoreV1Api);
   let claim: V1PersistentVolumeClaim | undefined;
-  await waitFor(`PVC ${namespace}/${name} Bound`, async () => {
-    claim = await core.readNamespacedPersistentVolumeClaim({ namespace, name });
-    return claim.status?.phase === "Bound";
-  }, timeoutMs);
+  await waitFor(
+    `PVC ${namespace}/${name} Bound`,
+    async () => {
+      claim = await core.readNamespacedPersistentVolumeClaim({ namespace, name });
+      return claim.status?.phase === "Bound";
+    },
+    timeoutMs,
+  );
   const volume: V1PersistentVolume = await core.readPersistentVolume({ name: claim!.spec!.volumeName! });
   const path = volume.spec?.hostPath?.path ?? volume.spec?.local?.path;
   if (!path) throw new Error(`PV ${volume.metadata?.name} of ${namespace}/${name} is not a host-path or local volume`);

@@ -8,12 +8,13 @@
  * A stale replay hands it the DVM as it was one write behind: the read a lagging informer serves to a
  * trigger that arrives between the write and the cache update (mig-controller#1026).
  */
-import { DEFAULT_MIGRATION_POLICY, transferImageFor } from "../../../src/dvm/policy";
+
 import { systemClock } from "../../../src/clock";
 import { setCondition } from "../../../src/dvm/conditions";
-import { nextPhase, phaseSpec, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
-import { enterFailure, enterPhase, positionAfter, positionOf, type Position } from "../../../src/dvm/status";
-import { parseDvmSpec, type DirectVolumeMigration, type DvmStatus } from "../../../src/dvm/types";
+import { type ExecutablePhaseName, nextPhase, type PhaseName, phaseSpec } from "../../../src/dvm/itinerary";
+import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
+import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../../../src/dvm/status";
+import { type DirectVolumeMigration, type DvmStatus, parseDvmSpec } from "../../../src/dvm/types";
 import { KubeDvmStore } from "../../../src/kube/dvmStore";
 import { KubeApiError } from "../../../src/kube/errors";
 import { SecretClusterResolver } from "../../../src/kube/resolver";
@@ -21,7 +22,7 @@ import { silentLogger } from "../../../src/log";
 import { MigrationInputError, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import { buildPhaseContext, migrationTypeOf } from "../../../src/runner/runner";
-import { countedBodies, crashPlan, invocationScope, SimulatedCrash, tallyHooks, type Bodies } from "./bodies";
+import { type Bodies, countedBodies, crashPlan, invocationScope, SimulatedCrash, tallyHooks } from "./bodies";
 import type { ChaosEnvironment } from "./environment";
 import type { DvmHistory } from "./observatory";
 import type { Tally } from "./tally";
@@ -80,10 +81,26 @@ export class BaselineController implements Target {
         }),
       );
     } catch (error) {
-      this.tally.invocation({ uid: request.uid, kind: "error", durationMs: Date.now() - started, bodyMs: scope.bodyMs, statusConflicts, takeover: false, stale: !!hints.staleDvm });
+      this.tally.invocation({
+        uid: request.uid,
+        kind: "error",
+        durationMs: Date.now() - started,
+        bodyMs: scope.bodyMs,
+        statusConflicts,
+        takeover: false,
+        stale: !!hints.staleDvm,
+      });
       throw error;
     }
-    this.tally.invocation({ uid: request.uid, kind: result.kind, durationMs: Date.now() - started, bodyMs: scope.bodyMs, statusConflicts, takeover: false, stale: !!hints.staleDvm });
+    this.tally.invocation({
+      uid: request.uid,
+      kind: result.kind,
+      durationMs: Date.now() - started,
+      bodyMs: scope.bodyMs,
+      statusConflicts,
+      takeover: false,
+      stale: !!hints.staleDvm,
+    });
     return result;
   }
 
@@ -124,7 +141,12 @@ export class BaselineController implements Target {
       case "fail": {
         if (position.itinerary === "VolumeMigrationFailed") {
           const to = nextPhase(position.itinerary, position.phase);
-          status = enterPhase({ ...base, errors: [...new Set([...(base.errors ?? []), ...outcome.errors])] }, positionAfter(position, "advanced", to), generation, nowIso);
+          status = enterPhase(
+            { ...base, errors: [...new Set([...(base.errors ?? []), ...outcome.errors])] },
+            positionAfter(position, "advanced", to),
+            generation,
+            nowIso,
+          );
           next = to;
         } else {
           status = enterFailure(base, position.phase, outcome.errors, outcome.category ?? "Critical", generation, nowIso);
@@ -150,13 +172,22 @@ export class BaselineController implements Target {
         return { kind: "retry", phase: position.phase, error: error instanceof Error ? error.message : String(error), retryAfterMs: ERROR_REQUEUE_MS };
       }
     }
-    if (outcome.kind === "wait") return { kind: "waiting", phase: position.phase, reason: outcome.reason, requeueAfterMs: outcome.afterMs ?? phaseSpec(position.phase).requeueMs };
+    if (outcome.kind === "wait")
+      return { kind: "waiting", phase: position.phase, reason: outcome.reason, requeueAfterMs: outcome.afterMs ?? phaseSpec(position.phase).requeueMs };
     return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
   }
 
   /** The context our runner builds (buildPhaseContext), with attempt 1: the baseline has no ledger. */
   private context(dvm: DirectVolumeMigration, position: Position): Promise<PhaseContext> {
-    return buildPhaseContext({ dvm, parsed: parseDvmSpec(dvm.spec), position, clusters: this.resolver, policy: DEFAULT_MIGRATION_POLICY, attempt: 1, clock: systemClock, log: silentLogger });
+    return buildPhaseContext({
+      dvm,
+      parsed: parseDvmSpec(dvm.spec),
+      position,
+      clusters: this.resolver,
+      policy: DEFAULT_MIGRATION_POLICY,
+      attempt: 1,
+      clock: systemClock,
+      log: silentLogger,
+    });
   }
-
 }

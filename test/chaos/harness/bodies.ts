@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
-import { EXECUTABLE_PHASES, phaseSpec, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName, phaseSpec } from "../../../src/dvm/itinerary";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
 import { PHASE_BODIES } from "../../../src/phases";
 import type { PhaseBody, PhaseContext, PhaseOutcome } from "../../../src/phases/types";

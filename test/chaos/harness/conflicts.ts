@@ -2,11 +2,11 @@
  * A concurrent writer of the DVMs: keeps patching an annotation of every unfinished DVM of the run, so
  * their resourceVersion keeps moving and guarded status writes based on an earlier read answer 409.
  */
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { DVM_GROUP, DVM_PLURAL, DVM_VERSION } from "../../../src/dvm/types";
 import type { StartedMigration } from "./fixture";
 import type { DvmHistory } from "./observatory";
-import { between, sleep, type Random } from "./random";
+import { between, type Random, sleep } from "./random";
 
 export const CONFLICT_ANNOTATION = "chaos.dvm.test/tick";
 

@@ -10,7 +10,7 @@
  */
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import type { DvmHistory } from "./observatory";
-import { between, shuffle, sleep, type Random } from "./random";
+import { between, type Random, shuffle, sleep } from "./random";
 import type { InvokeHints, Target } from "./targets";
 
 export interface DeliveryFaults {
@@ -58,7 +58,10 @@ export class Deliverer {
     if (!this.faults.duplicates) return this.deliverOne(request);
     const copies = between(this.random, 2, 3);
     this.counts.duplicates += copies - 1;
-    let batch: ReconcileRequest[] = Array.from({ length: copies }, (_, i) => ({ ...request, reason: `${request.reason ?? "delivery"} (copy ${i + 1}/${copies})` }));
+    let batch: ReconcileRequest[] = Array.from({ length: copies }, (_, i) => ({
+      ...request,
+      reason: `${request.reason ?? "delivery"} (copy ${i + 1}/${copies})`,
+    }));
     batch.push(...(this.late.get(request.uid) ?? []));
     this.late.delete(request.uid);
     batch = shuffle(this.random, batch);

@@ -8,10 +8,10 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { silentLogger } from "../../../src/log";
 import { InProcessTransport, Relay } from "../../../src/relay";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
-import { delayOf, type Deliverer } from "./delivery";
+import { type Deliverer, delayOf } from "./delivery";
 import type { StartedMigration } from "./fixture";
 import type { DvmHistory } from "./observatory";
-import { sleep, type Random } from "./random";
+import { type Random, sleep } from "./random";
 
 export function requestFrom(history: DvmHistory, migration: StartedMigration, reason: string): ReconcileRequest {
   const latest = history.latestByUid(migration.uid);
@@ -115,7 +115,10 @@ export class RelayDriver {
 
   /** Lists of the DVM collection beyond each relay's first one: re-lists after 410 Gone. */
   relists(): number {
-    return [...this.retired, ...this.relays].reduce((sum, relay) => sum + Math.max(0, (relay.stats().watches.find((w) => w.name === "dvms")?.lists ?? 1) - 1), 0);
+    return [...this.retired, ...this.relays].reduce(
+      (sum, relay) => sum + Math.max(0, (relay.stats().watches.find((w) => w.name === "dvms")?.lists ?? 1) - 1),
+      0,
+    );
   }
 
   watchConnected(): boolean {

@@ -8,8 +8,9 @@
  * retry budget (5 tries): this scenario is about transient errors. DynamoDB staying down through every
  * retry after a body ran is the same as a crash before completion, which the crash scenario covers.
  */
-import { InternalServerError, ProvisionedThroughputExceededException } from "@aws-sdk/client-dynamodb";
+
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { InternalServerError, ProvisionedThroughputExceededException } from "@aws-sdk/client-dynamodb";
 import { seededRandom } from "./random";
 
 export interface ThrottleOptions {

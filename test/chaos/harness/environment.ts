@@ -8,8 +8,8 @@ import { randomUUID } from "node:crypto";
 import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createLedgerClient, ensureLedgerTable } from "../../../src/ledger";
-import { startControlPlane, type ControlPlane } from "../../../src/local/controlPlane";
-import { startDynamoLocal, type DynamoLocal } from "../../../src/local/dynamoLocal";
+import { type ControlPlane, startControlPlane } from "../../../src/local/controlPlane";
+import { type DynamoLocal, startDynamoLocal } from "../../../src/local/dynamoLocal";
 
 export interface ChaosCluster {
   name: string;

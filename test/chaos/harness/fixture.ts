@@ -56,33 +56,37 @@ export async function prepareMigrations(env: ChaosEnvironment, options: { prefix
     })
     .catch(ignoreExists);
 
-  const specs = await mapLimit(Array.from({ length: count }, (_, i) => i), 8, async (i) => {
-    const source = `${prefix}-s${i}`;
-    await core.createNamespace({ body: { metadata: { name: source } } }).catch(ignoreExists);
-    const volumes = Array.from({ length: pvcs }, (_, j) => `vol-${j}`);
-    await mapLimit(volumes, 4, (name) =>
-      core
-        .createNamespacedPersistentVolumeClaim({
-          namespace: source,
-          body: { metadata: { name }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } },
-        })
-        .catch(ignoreExists),
-    );
-    return {
-      name: `m-${i}`,
-      spec: {
-        destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },
-        persistentVolumeClaims: volumes.map((name) => ({
-          name,
-          namespace: source,
-          // Never the source namespace, so the harness also works with one cluster for both sides.
-          targetNamespace: `${source}-dst`,
-          targetStorageClass: storageClass,
-          targetAccessModes: ["ReadWriteOnce"],
-        })),
-      },
-    };
-  });
+  const specs = await mapLimit(
+    Array.from({ length: count }, (_, i) => i),
+    8,
+    async (i) => {
+      const source = `${prefix}-s${i}`;
+      await core.createNamespace({ body: { metadata: { name: source } } }).catch(ignoreExists);
+      const volumes = Array.from({ length: pvcs }, (_, j) => `vol-${j}`);
+      await mapLimit(volumes, 4, (name) =>
+        core
+          .createNamespacedPersistentVolumeClaim({
+            namespace: source,
+            body: { metadata: { name }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } },
+          })
+          .catch(ignoreExists),
+      );
+      return {
+        name: `m-${i}`,
+        spec: {
+          destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },
+          persistentVolumeClaims: volumes.map((name) => ({
+            name,
+            namespace: source,
+            // Never the source namespace, so the harness also works with one cluster for both sides.
+            targetNamespace: `${source}-dst`,
+            targetStorageClass: storageClass,
+            targetAccessModes: ["ReadWriteOnce"],
+          })),
+        },
+      };
+    },
+  );
   return { namespace: prefix, specs };
 }
 

@@ -1,9 +1,21 @@
 /** The chaos harness: environments, scenarios, the baseline and reports, for test/chaos and bench/. */
-export { startEnvironment, type ChaosEnvironment, type EnvironmentOptions } from "./environment";
-export { Observatory, positionRank } from "./observatory";
-export { runScenario, compareScenario, scenarioNamed, needsOwnHost, SCENARIOS, FAULT_DESCRIPTIONS, type Fault, type Scenario, type ScenarioReport, type TargetReport } from "./scenarios";
-export { comparisonTable, describeReport } from "./report";
+
 export { BaselineController } from "./baseline";
-export { instrumentDynamo, type DynamoCounts } from "./dynamoFaults";
-export { prepareMigrations, createMigrations, mapLimit } from "./fixture";
-export { summarizeRepeats, Tally, distribution, transitionOverhead } from "./tally";
+export { type DynamoCounts, instrumentDynamo } from "./dynamoFaults";
+export { type ChaosEnvironment, type EnvironmentOptions, startEnvironment } from "./environment";
+export { createMigrations, mapLimit, prepareMigrations } from "./fixture";
+export { Observatory, positionRank } from "./observatory";
+export { comparisonTable, describeReport } from "./report";
+export {
+  compareScenario,
+  FAULT_DESCRIPTIONS,
+  type Fault,
+  needsOwnHost,
+  runScenario,
+  SCENARIOS,
+  type Scenario,
+  type ScenarioReport,
+  scenarioNamed,
+  type TargetReport,
+} from "./scenarios";
+export { distribution, summarizeRepeats, Tally, transitionOverhead } from "./tally";

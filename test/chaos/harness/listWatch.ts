@@ -4,7 +4,7 @@
  * bookmarks, resumes from the last resourceVersion when a watch ends (an API server restart), and lists
  * again when the server answers 410 Gone. Every object seen, listed or watched, goes to `onObject`.
  */
-import { KubernetesObjectApi, Watch, type KubeConfig } from "@kubernetes/client-node";
+import { type KubeConfig, KubernetesObjectApi, Watch } from "@kubernetes/client-node";
 import { sleep } from "./random";
 
 export interface Collection {

@@ -8,10 +8,10 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ITINERARIES, isItineraryName, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
-import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL, type DirectVolumeMigration } from "../../../src/dvm/types";
+import { type DirectVolumeMigration, DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../../src/dvm/types";
 import { toDvm } from "../../../src/kube/dvmStore";
 import { LABEL } from "../../../src/phases/names";
-import { Follow, type Collection, type ObservedEvent } from "./listWatch";
+import { type Collection, Follow, type ObservedEvent } from "./listWatch";
 
 /** Full objects kept per DVM: enough to serve a read one or two writes behind. */
 const KEEP_VERSIONS = 8;
@@ -205,7 +205,12 @@ export class Observatory {
     this.follows.push(new Follow(host, DVMS, (event, object) => this.dvms.observe(event, object)));
     if (this.options.creations !== false) {
       const sameServer = host.getCurrentCluster()?.server === destination.getCurrentCluster()?.server;
-      const clusters: Array<[string, KubeConfig]> = sameServer ? [["host", host]] : [["host", host], ["destination", destination]];
+      const clusters: Array<[string, KubeConfig]> = sameServer
+        ? [["host", host]]
+        : [
+            ["host", host],
+            ["destination", destination],
+          ];
       for (const [cluster, kubeConfig] of clusters) {
         for (const collection of cluster === "host" ? [...CORE_KINDS, PROGRESS] : CORE_KINDS) {
           this.follows.push(new Follow(kubeConfig, collection, (event, object) => this.creations.observe(cluster, collection.name, event, object)));

@@ -4,16 +4,17 @@
  * invocation may be handed a stale DVM to serve as its first read (the lagging cache of the upstream
  * bug), to show that the guarantee does not rest on the read being fresh.
  */
-import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
+
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
-import { KubeDvmStore, type DvmStore } from "../../../src/kube/dvmStore";
+import { type DvmStore, KubeDvmStore } from "../../../src/kube/dvmStore";
 import { SecretClusterResolver } from "../../../src/kube/resolver";
 import { DynamoPhaseLedger } from "../../../src/ledger";
 import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
-import { countedBodies, invocationScope, type BodyHooks } from "./bodies";
+import { type BodyHooks, countedBodies, invocationScope } from "./bodies";
 
 /**
  * The harness's DVMs live in the namespace prepareMigrations names ("cx-…" for the chaos scenarios,

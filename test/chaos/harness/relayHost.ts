@@ -10,11 +10,11 @@ import { createLedgerClient } from "../../../src/ledger";
 import { silentLogger } from "../../../src/log";
 import { InProcessTransport, Relay, type RelayStats } from "../../../src/relay";
 import type { RunResult } from "../../../src/runner/request";
-import { instrumentDynamo, type DynamoCounts } from "./dynamoFaults";
-import type { DynamoEndpoint } from "./environment";
 import { tallyHooks } from "./bodies";
+import { type DynamoCounts, instrumentDynamo } from "./dynamoFaults";
+import type { DynamoEndpoint } from "./environment";
 import { buildOurRunner } from "./ourRunner";
-import { summarizeRepeats, Tally, transitionOverhead, type Distribution, type RepeatSummary } from "./tally";
+import { type Distribution, type RepeatSummary, summarizeRepeats, Tally, transitionOverhead } from "./tally";
 
 export interface RelayHostConfig {
   hostKubeconfigPath: string;
@@ -58,7 +58,11 @@ async function main(config: RelayHostConfig): Promise<void> {
     return kc;
   };
   const host = load(config.hostKubeconfigPath);
-  const client = createLedgerClient({ endpoint: config.dynamo.endpoint, region: config.dynamo.region, ...(config.dynamo.credentials ? { credentials: config.dynamo.credentials } : {}) });
+  const client = createLedgerClient({
+    endpoint: config.dynamo.endpoint,
+    region: config.dynamo.region,
+    ...(config.dynamo.credentials ? { credentials: config.dynamo.credentials } : {}),
+  });
   const dynamo = instrumentDynamo(client);
   const tally = new Tally();
   const runner = buildOurRunner({ hostKubeConfig: host, dynamo: client, tableName: config.tableName, leaseMs: 120_000, hooks: tallyHooks(tally) });
@@ -72,7 +76,15 @@ async function main(config: RelayHostConfig): Promise<void> {
     transport: new InProcessTransport(async (request): Promise<RunResult> => {
       try {
         const { result, stats, bodyMs } = await runner.invoke(request);
-        tally.invocation({ uid: request.uid, kind: result.kind, durationMs: stats.durationMs, bodyMs, statusConflicts: stats.statusConflicts, takeover: stats.takeover ?? false, stale: false });
+        tally.invocation({
+          uid: request.uid,
+          kind: result.kind,
+          durationMs: stats.durationMs,
+          bodyMs,
+          statusConflicts: stats.statusConflicts,
+          takeover: stats.takeover ?? false,
+          stale: false,
+        });
         invocations[result.kind] = (invocations[result.kind] ?? 0) + 1;
         return result;
       } catch (error) {
@@ -95,7 +107,15 @@ async function main(config: RelayHostConfig): Promise<void> {
         rssBytes: memory.rss,
         heapUsedBytes: memory.heapUsed,
         heapTotalBytes: memory.heapTotal,
-        relay: { liveDvms: stats.liveDvms, queuedUids: stats.queuedUids, queueDepth: stats.queueDepth, inFlight: stats.inFlight, delayed: stats.delayed, forwarded: stats.forwarded, errors: stats.errors },
+        relay: {
+          liveDvms: stats.liveDvms,
+          queuedUids: stats.queuedUids,
+          queueDepth: stats.queueDepth,
+          inFlight: stats.inFlight,
+          delayed: stats.delayed,
+          forwarded: stats.forwarded,
+          errors: stats.errors,
+        },
         dynamo: dynamo.counts(),
         invocations: { ...invocations },
       },
@@ -108,7 +128,17 @@ async function main(config: RelayHostConfig): Promise<void> {
     clearInterval(timer);
     void relay
       .stop(10_000)
-      .then(() => send({ type: "final", final: { repeats: summarizeRepeats(tally.bodies), overheadMs: transitionOverhead(tally.invocations), invocations: { ...invocations }, dynamo: dynamo.counts() } }))
+      .then(() =>
+        send({
+          type: "final",
+          final: {
+            repeats: summarizeRepeats(tally.bodies),
+            overheadMs: transitionOverhead(tally.invocations),
+            invocations: { ...invocations },
+            dynamo: dynamo.counts(),
+          },
+        }),
+      )
       .finally(() => process.exit(0));
   });
 }

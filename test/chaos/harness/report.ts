@@ -15,7 +15,9 @@ export function describeReport(report: ScenarioReport): string[] {
       ` done in ${ms(r.timeToCompleteMs.max / 1000)} s${faults ? ` | ${faults}` : ""}`
     );
   });
-  for (const r of report.reports) for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice].slice(0, 8)) lines.push(`    ${r.target}: ${detail}`);
+  for (const r of report.reports)
+    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice].slice(0, 8))
+      lines.push(`    ${r.target}: ${detail}`);
   return lines;
 }
 
@@ -29,7 +31,10 @@ export function injectedSummary(r: TargetReport): string {
   if (r.timeouts) parts.push(`${r.timeouts} function timeouts`);
   if (r.takeovers) parts.push(`${r.takeovers} takeovers`);
   if (r.statusConflicts) parts.push(`${r.statusConflicts} status 409s`);
-  if (r.dynamo && (r.dynamo.throttled || r.dynamo.serverErrors)) parts.push(`${r.dynamo.throttled} throttled + ${r.dynamo.serverErrors} 500s of ${r.dynamo.throttled + r.dynamo.serverErrors + Object.values(r.dynamo.sent).reduce((a, b) => a + b, 0)} DynamoDB calls`);
+  if (r.dynamo && (r.dynamo.throttled || r.dynamo.serverErrors))
+    parts.push(
+      `${r.dynamo.throttled} throttled + ${r.dynamo.serverErrors} 500s of ${r.dynamo.throttled + r.dynamo.serverErrors + Object.values(r.dynamo.sent).reduce((a, b) => a + b, 0)} DynamoDB calls`,
+    );
   if (r.dynamo?.lostReplies) parts.push(`${r.dynamo.lostReplies} DynamoDB answers lost after the write`);
   const i = r.injected;
   if (i.conflictPatches) parts.push(`${i.conflictPatches} concurrent patches`);
@@ -57,7 +62,8 @@ export function comparisonTable(reports: readonly ScenarioReport[]): string[] {
   const rows = reports.map((report) => {
     const ours = byTarget(report, "ours");
     const base = byTarget(report, "baseline");
-    const repeats = (r: TargetReport | undefined) => (r ? `${r.repeats.repeats}${r.repeats.waitRepeats ? ` (+${r.repeats.waitRepeats} wait polls)` : ""} of ${r.repeats.executions}` : "-");
+    const repeats = (r: TargetReport | undefined) =>
+      r ? `${r.repeats.repeats}${r.repeats.waitRepeats ? ` (+${r.repeats.waitRepeats} wait polls)` : ""} of ${r.repeats.executions}` : "-";
     const checks = ours
       ? [
           `${ours.completed}/${ours.migrations} completed`,
@@ -69,7 +75,8 @@ export function comparisonTable(reports: readonly ScenarioReport[]): string[] {
     return [
       report.scenario.name,
       repeats(base),
-      repeats(ours) + (ours?.repeats.crashed || ours?.timeouts ? ` (${ours.repeats.crashed} crashes${ours.timeouts ? `, ${ours.timeouts} timeouts` : ""})` : ""),
+      repeats(ours) +
+        (ours?.repeats.crashed || ours?.timeouts ? ` (${ours.repeats.crashed} crashes${ours.timeouts ? `, ${ours.timeouts} timeouts` : ""})` : ""),
       ours ? `${ms(ours.overheadMs.p50)} / ${ms(ours.overheadMs.p99)}` : "-",
       base ? `${ms(base.overheadMs.p50)} / ${ms(base.overheadMs.p99)}` : "-",
       `${ours ? ours.invocationsPerPhase.toFixed(2) : "-"} / ${base ? base.invocationsPerPhase.toFixed(2) : "-"}`,

@@ -5,18 +5,18 @@
 import { randomUUID } from "node:crypto";
 import { ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { DynamoPhaseLedger } from "../../../src/ledger";
+import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { BaselineController } from "./baseline";
 import { CRASH_PHASES } from "./bodies";
 import { ConflictWriter } from "./conflicts";
 import { Deliverer, type DeliveryCounts } from "./delivery";
-import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { driveLoops, RelayDriver } from "./drivers";
 import type { DynamoCounts } from "./dynamoFaults";
 import type { ChaosEnvironment } from "./environment";
-import { createMigrations, prepareMigrations, type PreparedMigrations, type StartedMigration } from "./fixture";
-import { positionRank, type Observatory } from "./observatory";
+import { createMigrations, type PreparedMigrations, prepareMigrations, type StartedMigration } from "./fixture";
+import { type Observatory, positionRank } from "./observatory";
 import { seededRandom, sleep } from "./random";
-import { distribution, summarizeRepeats, Tally, transitionOverhead, type Distribution, type RepeatSummary } from "./tally";
+import { type Distribution, distribution, type RepeatSummary, summarizeRepeats, Tally, transitionOverhead } from "./tally";
 import { OursInProcess, OursInWorkers, type Target, type TargetKind } from "./targets";
 
 export type Fault = "stale" | "duplicates" | "concurrent" | "crash" | "conflicts" | "throttle" | "lostReply" | "relay" | "apiserver";
@@ -29,8 +29,10 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
   conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
   throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
-  lostReply: "20% of DynamoDB writes (UpdateItem) are applied but their answer is lost (the caller sees a timeout and retries), at most twice in a row per request",
-  relay: "the real relay drives the DVMs; it is restarted mid-migration, then cut off from the API server while the DVMs change, etcd is compacted and the API server restarted, so its watch resumes into 410 Gone",
+  lostReply:
+    "20% of DynamoDB writes (UpdateItem) are applied but their answer is lost (the caller sees a timeout and retries), at most twice in a row per request",
+  relay:
+    "the real relay drives the DVMs; it is restarted mid-migration, then cut off from the API server while the DVMs change, etcd is compacted and the API server restarted, so its watch resumes into 410 Gone",
   apiserver: "the host API server (where the DVMs live) is restarted mid-migration (with the relay fault, the restart of the 410 gap is that restart)",
 };
 
@@ -175,7 +177,18 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       let target: Target;
       if (kind === "ours") {
         target = has("crash")
-          ? new OursInWorkers({ hostKubeconfigPath: env.host.kubeconfigPath, dynamo: env.dynamo, tableName: env.tableName, leaseMs, functionTimeoutMs, crashPhases: [...CRASH_PHASES], ...(throttle ? { throttle } : {}) }, tally)
+          ? new OursInWorkers(
+              {
+                hostKubeconfigPath: env.host.kubeconfigPath,
+                dynamo: env.dynamo,
+                tableName: env.tableName,
+                leaseMs,
+                functionTimeoutMs,
+                crashPhases: [...CRASH_PHASES],
+                ...(throttle ? { throttle } : {}),
+              },
+              tally,
+            )
           : new OursInProcess(env, tally, { leaseMs, ...(throttle ? { throttle } : {}) });
       } else {
         target = new BaselineController(env, tally, { cache: history, ...(has("crash") ? { crashPhases: CRASH_PHASES } : {}) });
@@ -211,13 +224,22 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       const relayView = proxiedKubeConfig(env.host.kubeConfig, proxy.url);
       relayDrivers = runs.map(
         (run) =>
-          new RelayDriver({ hostKubeConfig: relayView, destination: env.destination.kubeConfig, namespace: run.prepared.namespace, deliverer: run.deliverer, replicas: has("concurrent") ? 2 : 1, capMs }),
+          new RelayDriver({
+            hostKubeConfig: relayView,
+            destination: env.destination.kubeConfig,
+            namespace: run.prepared.namespace,
+            deliverer: run.deliverer,
+            replicas: has("concurrent") ? 2 : 1,
+            capMs,
+          }),
       );
       for (const driver of relayDrivers) driver.start();
       driving = history.waitUntil(allDone, timeoutMs);
     } else {
       driving = Promise.all(
-        runs.map((run, i) => driveLoops(run.deliverer, history, run.migrations, { loopsPerDvm: has("concurrent") ? 3 : 1, capMs, deadline, random: seededRandom(seed * 17 + i) })),
+        runs.map((run, i) =>
+          driveLoops(run.deliverer, history, run.migrations, { loopsPerDvm: has("concurrent") ? 3 : 1, capMs, deadline, random: seededRandom(seed * 17 + i) }),
+        ),
       );
     }
 
@@ -285,7 +307,14 @@ function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined)
   return positionRank(status?.itinerary, status?.phase);
 }
 
-async function reportFor(run: TargetRun, scenario: Scenario, observatory: Observatory, env: ChaosEnvironment, drivingStart: number, injected: Injected): Promise<TargetReport> {
+async function reportFor(
+  run: TargetRun,
+  scenario: Scenario,
+  observatory: Observatory,
+  env: ChaosEnvironment,
+  drivingStart: number,
+  injected: Injected,
+): Promise<TargetReport> {
   const history = observatory.dvms;
   const uids = new Set(run.migrations.map((m) => m.uid));
   const { bodies, invocations } = run.tally.forDvms(uids);
@@ -298,7 +327,8 @@ async function reportFor(run: TargetRun, scenario: Scenario, observatory: Observ
     for (const uid of uids) completedPhases.set(uid, new Set((await ledger.history(uid)).filter((e) => e.state === "COMPLETED").map((e) => e.key.phase)));
     client.destroy();
   } else {
-    for (const uid of uids) completedPhases.set(uid, new Set(bodies.filter((b) => b.uid === uid && (b.outcome === "advance" || b.outcome === "fail")).map((b) => b.phase)));
+    for (const uid of uids)
+      completedPhases.set(uid, new Set(bodies.filter((b) => b.uid === uid && (b.outcome === "advance" || b.outcome === "fail")).map((b) => b.phase)));
   }
 
   const lostTransitions: string[] = [];
@@ -310,9 +340,11 @@ async function reportFor(run: TargetRun, scenario: Scenario, observatory: Observ
     const finalRank = phaseRankOf(final);
     if (final?.phase !== "Completed") stuck.push(`${migration.namespace}/${migration.name} at ${final?.phase ?? "(no status)"}`);
     for (const phase of completedPhases.get(migration.uid) ?? []) {
-      if (final?.phase !== "Completed" && isPhaseName(phase) && finalRank <= phaseRank(phase)) lostTransitions.push(`${migration.name}: ${phase} recorded complete, status still at ${final?.phase ?? "(none)"}`);
+      if (final?.phase !== "Completed" && isPhaseName(phase) && finalRank <= phaseRank(phase))
+        lostTransitions.push(`${migration.name}: ${phase} recorded complete, status still at ${final?.phase ?? "(none)"}`);
     }
-    for (const [from, to] of history.regressions(migration.uid)) regressions.push(`${migration.name}: ${from.phase} (rv ${from.resourceVersion}) -> ${to.phase} (rv ${to.resourceVersion})`);
+    for (const [from, to] of history.regressions(migration.uid))
+      regressions.push(`${migration.name}: ${from.phase} (rv ${from.resourceVersion}) -> ${to.phase} (rv ${to.resourceVersion})`);
     const completedAt = history.completedAt(migration.uid);
     if (completedAt !== undefined) times.push(completedAt - drivingStart);
   }
@@ -354,5 +386,10 @@ async function reportFor(run: TargetRun, scenario: Scenario, observatory: Observ
 export async function compareScenario(options: ScenarioOptions & { baselineTimeoutMs?: number }): Promise<ScenarioReport> {
   const ours = await runScenario({ ...options, targets: ["ours"] });
   const baseline = await runScenario({ ...options, targets: ["baseline"], timeoutMs: options.baselineTimeoutMs ?? options.timeoutMs ?? 120_000 });
-  return { scenario: options.scenario, reports: [...ours.reports, ...baseline.reports], injected: ours.injected, durationMs: ours.durationMs + baseline.durationMs };
+  return {
+    scenario: options.scenario,
+    reports: [...ours.reports, ...baseline.reports],
+    injected: ours.injected,
+    durationMs: ours.durationMs + baseline.durationMs,
+  };
 }

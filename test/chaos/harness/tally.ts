@@ -109,7 +109,17 @@ export function summarizeRepeats(bodies: readonly BodyEntry[]): RepeatSummary {
     group.push(body);
     groups.set(key, group);
   }
-  const summary: RepeatSummary = { executions: bodies.length, repeats: 0, waitRepeats: 0, overlaps: 0, retries: 0, crashed: 0, killed: 0, byPhase: {}, details: [] };
+  const summary: RepeatSummary = {
+    executions: bodies.length,
+    repeats: 0,
+    waitRepeats: 0,
+    overlaps: 0,
+    retries: 0,
+    crashed: 0,
+    killed: 0,
+    byPhase: {},
+    details: [],
+  };
   for (const [key, group] of groups) {
     summary.retries += group.filter((b) => b.outcome === "threw").length;
     summary.crashed += group.filter((b) => b.outcome === "crashed").length;

@@ -3,12 +3,12 @@
  * processes that can be killed), or the baseline controller (baseline.ts). All of them record what they
  * did in a Tally, the same way.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import { tallyHooks } from "./bodies";
-import { instrumentDynamo, type DynamoCounts, type DynamoInstrument, type ThrottleOptions } from "./dynamoFaults";
+import { type DynamoCounts, type DynamoInstrument, instrumentDynamo, type ThrottleOptions } from "./dynamoFaults";
 import type { ChaosEnvironment } from "./environment";
 import { buildOurRunner, type OurRunner } from "./ourRunner";
 import type { Tally } from "./tally";
@@ -50,17 +50,39 @@ export class OursInProcess implements Target {
   ) {
     this.client = env.dynamoClient();
     this.dynamo = instrumentDynamo(this.client, options.throttle);
-    this.runner = buildOurRunner({ hostKubeConfig: env.host.kubeConfig, dynamo: this.client, tableName: env.tableName, leaseMs: options.leaseMs, hooks: tallyHooks(tally) });
+    this.runner = buildOurRunner({
+      hostKubeConfig: env.host.kubeConfig,
+      dynamo: this.client,
+      tableName: env.tableName,
+      leaseMs: options.leaseMs,
+      hooks: tallyHooks(tally),
+    });
   }
 
   async invoke(request: ReconcileRequest, hints: InvokeHints): Promise<RunResult> {
     const started = Date.now();
     try {
       const { result, stats, bodyMs } = await this.runner.invoke(request, hints.staleDvm);
-      this.tally.invocation({ uid: request.uid, kind: result.kind, durationMs: stats.durationMs, bodyMs, statusConflicts: stats.statusConflicts, takeover: stats.takeover ?? false, stale: !!hints.staleDvm });
+      this.tally.invocation({
+        uid: request.uid,
+        kind: result.kind,
+        durationMs: stats.durationMs,
+        bodyMs,
+        statusConflicts: stats.statusConflicts,
+        takeover: stats.takeover ?? false,
+        stale: !!hints.staleDvm,
+      });
       return result;
     } catch (error) {
-      this.tally.invocation({ uid: request.uid, kind: "error", durationMs: Date.now() - started, bodyMs: 0, statusConflicts: 0, takeover: false, stale: !!hints.staleDvm });
+      this.tally.invocation({
+        uid: request.uid,
+        kind: "error",
+        durationMs: Date.now() - started,
+        bodyMs: 0,
+        statusConflicts: 0,
+        takeover: false,
+        stale: !!hints.staleDvm,
+      });
       throw error;
     }
   }
@@ -199,7 +221,9 @@ export class OursInWorkers implements Target {
     let worker = this.workers.get(uid);
     if (!worker || worker.exited) {
       if (worker) this.dead.push(worker);
-      const seeded = this.config.throttle ? { ...this.config, throttle: { ...this.config.throttle, seed: (this.config.throttle.seed ?? 7) + this.dead.length * 101 + this.workers.size } } : this.config;
+      const seeded = this.config.throttle
+        ? { ...this.config, throttle: { ...this.config.throttle, seed: (this.config.throttle.seed ?? 7) + this.dead.length * 101 + this.workers.size } }
+        : this.config;
       worker = new WorkerProcess(seeded, this.tally);
       const started = worker;
       // Replace a dead process at once, so the next invocation does not wait for a cold start.
@@ -214,13 +238,26 @@ export class OursInWorkers implements Target {
   async invoke(request: ReconcileRequest, hints: InvokeHints): Promise<RunResult> {
     const started = Date.now();
     const record = (kind: RunResult["kind"] | "error", extra: { durationMs?: number; bodyMs?: number; statusConflicts?: number; takeover?: boolean } = {}) =>
-      this.tally.invocation({ uid: request.uid, kind, durationMs: extra.durationMs ?? Date.now() - started, bodyMs: extra.bodyMs ?? 0, statusConflicts: extra.statusConflicts ?? 0, takeover: extra.takeover ?? false, stale: !!hints.staleDvm });
+      this.tally.invocation({
+        uid: request.uid,
+        kind,
+        durationMs: extra.durationMs ?? Date.now() - started,
+        bodyMs: extra.bodyMs ?? 0,
+        statusConflicts: extra.statusConflicts ?? 0,
+        takeover: extra.takeover ?? false,
+        stale: !!hints.staleDvm,
+      });
     try {
       const worker = this.workerFor(request.uid);
       await worker.ready;
       const reply = await worker.call(request, hints.staleDvm);
       if (reply.error || !reply.result || !reply.stats) throw new Error(reply.error ?? "worker answered without a result");
-      record(reply.result.kind, { durationMs: reply.stats.durationMs, bodyMs: reply.bodyMs ?? 0, statusConflicts: reply.stats.statusConflicts, takeover: reply.stats.takeover ?? false });
+      record(reply.result.kind, {
+        durationMs: reply.stats.durationMs,
+        bodyMs: reply.bodyMs ?? 0,
+        statusConflicts: reply.stats.statusConflicts,
+        takeover: reply.stats.takeover ?? false,
+      });
       return reply.result;
     } catch (error) {
       record("error");

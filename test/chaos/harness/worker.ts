@@ -7,10 +7,10 @@
  * also dies when an invocation outlives the function timeout (shorter than the ledger lease).
  */
 import { KubeConfig } from "@kubernetes/client-node";
-import { createLedgerClient } from "../../../src/ledger";
 import type { ExecutablePhaseName } from "../../../src/dvm/itinerary";
-import { crashPlan, type BodyHooks } from "./bodies";
-import { instrumentDynamo, type DynamoInstrument } from "./dynamoFaults";
+import { createLedgerClient } from "../../../src/ledger";
+import { type BodyHooks, crashPlan } from "./bodies";
+import { type DynamoInstrument, instrumentDynamo } from "./dynamoFaults";
 import { buildOurRunner, type OurRunner } from "./ourRunner";
 import type { FromWorker, ToWorker, WorkerConfig } from "./workerProtocol";
 
@@ -68,7 +68,8 @@ process.on("message", (message: ToWorker) => {
         .finally(() => clearTimeout(timer))
         .then(
           ({ result, stats, bodyMs }) => send({ type: "result", id, result, stats, bodyMs, dynamo: dynamo!.counts() }),
-          (error: unknown) => send({ type: "result", id, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error), dynamo: dynamo!.counts() }),
+          (error: unknown) =>
+            send({ type: "result", id, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error), dynamo: dynamo!.counts() }),
         )
         .catch(() => undefined);
       return;

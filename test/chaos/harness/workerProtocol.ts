@@ -20,9 +20,7 @@ export interface WorkerConfig {
   throttle?: ThrottleOptions;
 }
 
-export type ToWorker =
-  | { type: "init"; config: WorkerConfig }
-  | { type: "invoke"; id: number; request: ReconcileRequest; staleDvm?: DirectVolumeMigration };
+export type ToWorker = { type: "init"; config: WorkerConfig } | { type: "invoke"; id: number; request: ReconcileRequest; staleDvm?: DirectVolumeMigration };
 
 export type FromWorker =
   | { type: "ready" }

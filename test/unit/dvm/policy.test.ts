@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, policyViolations, transferImageFor, type MigrationPolicy } from "../../../src/dvm/policy";
-import { isPinnedImage, parsePolicyEnv, policyEnv, POLICY_ENV, PolicyConfigError } from "../../../src/dvm/policyConfig";
-import { parseDvmSpec, type DvmSpec } from "../../../src/dvm/types";
+import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../../../src/dvm/policy";
+import { isPinnedImage, POLICY_ENV, PolicyConfigError, parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
+import { type DvmSpec, parseDvmSpec } from "../../../src/dvm/types";
 import { DEFAULT_TRANSFER_IMAGE } from "../../../src/transfer/pods";
 
 const spec = (extra: Record<string, unknown> = {}, pvc: Record<string, unknown> = {}): DvmSpec => {
@@ -17,12 +17,21 @@ const fields = (dvmNamespace: string, s: DvmSpec) => policyViolations(dvmNamespa
 
 describe("the migration policy", () => {
   it("lets a DVM reference its own namespace's PVCs and Secrets", () => {
-    expect(policyViolations("team-a", spec({ destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "team-a" } } }, { targetNamespace: "team-a" }), policy)).toEqual([]);
+    expect(
+      policyViolations(
+        "team-a",
+        spec({ destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "team-a" } } }, { targetNamespace: "team-a" }),
+        policy,
+      ),
+    ).toEqual([]);
   });
 
   it("refuses another namespace's PVC, target namespace or Secret outside an admin namespace, naming each field and the rule", () => {
     const crossing = spec(
-      { sourceCluster: { kubeconfigSecretRef: { name: "src", namespace: "kube-system" } }, destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "team-b" } } },
+      {
+        sourceCluster: { kubeconfigSecretRef: { name: "src", namespace: "kube-system" } },
+        destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "team-b" } },
+      },
       { namespace: "team-b", targetNamespace: "team-c" },
     );
     const violations = policyViolations("team-a", crossing, policy);
@@ -41,7 +50,10 @@ describe("the migration policy", () => {
   });
 
   it("allows all of it in an admin namespace (dvm-system by default)", () => {
-    const crossing = spec({ runAsRoot: true, destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "team-b" } } }, { namespace: "team-b", targetNamespace: "team-c" });
+    const crossing = spec(
+      { runAsRoot: true, destinationCluster: { kubeconfigSecretRef: { name: "dst", namespace: "team-b" } } },
+      { namespace: "team-b", targetNamespace: "team-c" },
+    );
     expect(fields("dvm-system", crossing)).toEqual([]);
     expect(isAdminNamespace("dvm-system-2", policy)).toBe(false);
     expect(isAdminNamespace("mig-7", { ...policy, adminNamespaces: ["mig-*"] })).toBe(true);
@@ -67,9 +79,17 @@ describe("the migration policy's configuration", () => {
   });
 
   it("reads every setting and round-trips through policyEnv", () => {
-    const env = { [POLICY_ENV.adminNamespaces]: " ops , mig-* ", [POLICY_ENV.transferImages]: "localhost/dvm-transfer:*", [POLICY_ENV.defaultTransferImage]: "localhost/dvm-transfer:v1" };
+    const env = {
+      [POLICY_ENV.adminNamespaces]: " ops , mig-* ",
+      [POLICY_ENV.transferImages]: "localhost/dvm-transfer:*",
+      [POLICY_ENV.defaultTransferImage]: "localhost/dvm-transfer:v1",
+    };
     const read = parsePolicyEnv(env);
-    expect(read).toEqual({ adminNamespaces: ["ops", "mig-*"], transferImages: ["localhost/dvm-transfer:*"], defaultTransferImage: "localhost/dvm-transfer:v1" });
+    expect(read).toEqual({
+      adminNamespaces: ["ops", "mig-*"],
+      transferImages: ["localhost/dvm-transfer:*"],
+      defaultTransferImage: "localhost/dvm-transfer:v1",
+    });
     expect(parsePolicyEnv(policyEnv(read))).toEqual(read);
     expect(parsePolicyEnv({ [POLICY_ENV.adminNamespaces]: "" }).adminNamespaces).toEqual([]);
   });

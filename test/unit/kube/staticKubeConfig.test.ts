@@ -1,5 +1,5 @@
-import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { parseStaticKubeConfig } from "../../../src/kube/staticKubeConfig";
 
 const CA = Buffer.from("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").toString("base64");
@@ -51,7 +51,10 @@ describe("a user-supplied kubeconfig", () => {
 
   it("naming any file is refused, each field named", () => {
     const issues = issuesOf(
-      kubeconfig({ tokenFile: "/var/run/secrets/token", "token-file": "/t", "client-certificate": "/etc/c.crt", "client-key": "/etc/c.key" }, { "certificate-authority": "/etc/ca.crt" }),
+      kubeconfig(
+        { tokenFile: "/var/run/secrets/token", "token-file": "/t", "client-certificate": "/etc/c.crt", "client-key": "/etc/c.key" },
+        { "certificate-authority": "/etc/ca.crt" },
+      ),
     );
     expect(issues.map((i) => i.path).sort()).toEqual([
       "clusters[0].cluster.certificate-authority",
@@ -64,11 +67,14 @@ describe("a user-supplied kubeconfig", () => {
   });
 
   it("with a proxy, impersonation or an unknown key is refused", () => {
-    expect(issuesOf(kubeconfig({ token: "t", as: "system:admin" }, { "proxy-url": "http://proxy:3128" })).map((i) => i.path).sort()).toEqual([
-      "clusters[0].cluster.proxy-url",
-      "users[0].user.as",
+    expect(
+      issuesOf(kubeconfig({ token: "t", as: "system:admin" }, { "proxy-url": "http://proxy:3128" }))
+        .map((i) => i.path)
+        .sort(),
+    ).toEqual(["clusters[0].cluster.proxy-url", "users[0].user.as"]);
+    expect(issuesOf(kubeconfig({ token: "t", surprise: 1 }))).toEqual([
+      { path: "users[0].user.surprise", message: expect.stringContaining("static credentials only") },
     ]);
-    expect(issuesOf(kubeconfig({ token: "t", surprise: 1 }))).toEqual([{ path: "users[0].user.surprise", message: expect.stringContaining("static credentials only") }]);
   });
 
   it("with a dangling current context, a non-http server or broken YAML is refused without quoting it", () => {

@@ -35,7 +35,10 @@ function harness(options: { concurrency?: number; block?: boolean } = {}) {
       calls.push({ key, value });
       active.set(key, (active.get(key) ?? 0) + 1);
       maxActivePerKey = Math.max(maxActivePerKey, active.get(key)!);
-      maxActive = Math.max(maxActive, [...active.values()].reduce((a, b) => a + b, 0));
+      maxActive = Math.max(
+        maxActive,
+        [...active.values()].reduce((a, b) => a + b, 0),
+      );
       try {
         if (options.block) {
           const d = deferred();

@@ -6,8 +6,8 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { silentLogger } from "../../../src/log";
-import { InProcessTransport } from "../../../src/relay/transport";
 import { RelayReplica } from "../../../src/relay/replica";
+import { InProcessTransport } from "../../../src/relay/transport";
 import { Link, MemoryLease } from "../../support/memoryLease";
 
 const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 };
@@ -63,7 +63,10 @@ describe("RelayReplica as a standby", () => {
   });
 
   it("without leader election it is the only replica", () => {
-    const replica = new RelayReplica({ relay: { kubeConfig: new KubeConfig(), transport: new InProcessTransport(async () => undefined), log: silentLogger }, log: silentLogger });
+    const replica = new RelayReplica({
+      relay: { kubeConfig: new KubeConfig(), transport: new InProcessTransport(async () => undefined), log: silentLogger },
+      log: silentLogger,
+    });
     expect(replica.role()).toBe("only replica");
     expect(replica.stats()).toEqual({ role: "only replica" });
   });

@@ -3,7 +3,7 @@
  * reads watched objects. Delays are checked against the itinerary table, never against copied numbers.
  */
 import { describe, expect, it } from "vitest";
-import { PHASES, PHASE_NAMES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
+import { PHASE_NAMES, PHASES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
 import { LABEL } from "../../../src/phases/names";
 import { backoffDelay } from "../../../src/relay/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
@@ -55,7 +55,10 @@ describe("deletions are forwarded", () => {
   });
 
   it("reads metadata.deletionTimestamp", () => {
-    const parsed = parseObservedDvm({ metadata: { uid: "u", namespace: "n", name: "d", resourceVersion: "1", deletionTimestamp: "2026-12-01T00:00:00Z" }, status: { phase: "Completed" } });
+    const parsed = parseObservedDvm({
+      metadata: { uid: "u", namespace: "n", name: "d", resourceVersion: "1", deletionTimestamp: "2026-12-01T00:00:00Z" },
+      status: { phase: "Completed" },
+    });
     expect(parsed).toMatchObject({ ok: true, dvm: { deleting: true, phase: "Completed" } });
   });
 

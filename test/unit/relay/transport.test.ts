@@ -8,7 +8,7 @@ import type { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log";
 import { parseRelayEnv, RelayConfigError } from "../../../src/relay/config";
-import { startHealthServer, type HealthServer } from "../../../src/relay/health";
+import { type HealthServer, startHealthServer } from "../../../src/relay/health";
 import { functionPerPhase, LambdaInvokeError, LambdaTransport, RemoteFunctionError, sharedFunction } from "../../../src/relay/lambdaTransport";
 import { InProcessTransport } from "../../../src/relay/transport";
 import type { ReconcileRequest } from "../../../src/runner/request";
@@ -21,7 +21,10 @@ function fakeLambda(response: { StatusCode?: number; FunctionError?: string; Pay
   const client = {
     send: async (command: InvokeCommand) => {
       sent.push(command);
-      const payload = response.Payload === undefined ? undefined : new TextEncoder().encode(typeof response.Payload === "string" ? response.Payload : JSON.stringify(response.Payload));
+      const payload =
+        response.Payload === undefined
+          ? undefined
+          : new TextEncoder().encode(typeof response.Payload === "string" ? response.Payload : JSON.stringify(response.Payload));
       return { ...response, Payload: payload };
     },
   } as unknown as LambdaClient;
@@ -69,7 +72,12 @@ describe("LambdaTransport", () => {
 
   it("a payload that is not a RunResult counts as no result (the relay polls by the itinerary)", async () => {
     for (const Payload of ["not json", { kind: "nope" }]) {
-      const transport = new LambdaTransport({ client: fakeLambda({ StatusCode: 200, Payload }).client, functionFor: sharedFunction("f"), invocationType: "RequestResponse", log: silentLogger });
+      const transport = new LambdaTransport({
+        client: fakeLambda({ StatusCode: 200, Payload }).client,
+        functionFor: sharedFunction("f"),
+        invocationType: "RequestResponse",
+        log: silentLogger,
+      });
       expect(await transport.forward(REQUEST)).toBeUndefined();
     }
   });
@@ -161,7 +169,10 @@ describe("relay environment", () => {
   it("reads the leader election settings: the pod's name as identity, or off", () => {
     const env = { RELAY_FUNCTION_NAME: "a", POD_NAME: "dvm-relay-7d9-x2k", RELAY_LEASE_NAMESPACE: "dvm-system" };
     expect(parseRelayEnv(env).leaderElection).toMatchObject({ enabled: true, namespace: "dvm-system", name: "dvm-relay", identity: "dvm-relay-7d9-x2k" });
-    expect(parseRelayEnv({ ...env, RELAY_LEASE_IDENTITY: "explicit", RELAY_LEASE_NAME: "relay.ha" }).leaderElection).toMatchObject({ identity: "explicit", name: "relay.ha" });
+    expect(parseRelayEnv({ ...env, RELAY_LEASE_IDENTITY: "explicit", RELAY_LEASE_NAME: "relay.ha" }).leaderElection).toMatchObject({
+      identity: "explicit",
+      name: "relay.ha",
+    });
     expect(
       parseRelayEnv({ ...env, RELAY_LEASE_DURATION_MS: "4000", RELAY_LEASE_RENEW_DEADLINE_MS: "2500", RELAY_LEASE_RETRY_PERIOD_MS: "500" }).leaderElection,
     ).toMatchObject({ leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 });

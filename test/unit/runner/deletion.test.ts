@@ -5,14 +5,14 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
-import { DVM_FINALIZER, type DirectVolumeMigration } from "../../../src/dvm/types";
+import { type DirectVolumeMigration, DVM_FINALIZER } from "../../../src/dvm/types";
 import type { DvmStore } from "../../../src/kube/dvmStore";
 import { KINDS } from "../../../src/kube/objects";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { transferLabels } from "../../../src/phases/names";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
-import { PhaseRunner } from "../../../src/runner/runner";
 import type { ReconcileRequest } from "../../../src/runner/request";
+import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";
 import { MemoryDvmStore } from "../../support/memoryStore";
@@ -28,7 +28,9 @@ function staleOnce(store: MemoryDvmStore, before: DirectVolumeMigration): DvmSto
 }
 
 // In the DVM's own namespace (MemoryDvmStore's), which the default migration policy allows.
-const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+const SPEC = {
+  persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
+};
 
 describe("the runner and the DVM's lifecycle", () => {
   let store: MemoryDvmStore;
@@ -49,7 +51,10 @@ describe("the runner and the DVM's lifecycle", () => {
   });
 
   /** Bodies that count entries; CreateRsyncConfig creates a transfer Secret (something to clean up). */
-  function runner(overrides: Partial<Record<PhaseName, (ctx: PhaseContext) => Promise<PhaseOutcome>>> = {}, over: Partial<ConstructorParameters<typeof PhaseRunner>[0]> = {}) {
+  function runner(
+    overrides: Partial<Record<PhaseName, (ctx: PhaseContext) => Promise<PhaseOutcome>>> = {},
+    over: Partial<ConstructorParameters<typeof PhaseRunner>[0]> = {},
+  ) {
     const bodies = Object.fromEntries(
       EXECUTABLE_PHASES.map((phase) => [
         phase,
@@ -57,7 +62,10 @@ describe("the runner and the DVM's lifecycle", () => {
           entered.set(phase, (entered.get(phase) ?? 0) + 1);
           if (overrides[phase]) return overrides[phase]!(ctx);
           if (phase === "CreateRsyncConfig") {
-            await ctx.clusters.source.ensure({ ...KINDS.Secret, metadata: { name: "rsync-config", namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") } });
+            await ctx.clusters.source.ensure({
+              ...KINDS.Secret,
+              metadata: { name: "rsync-config", namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") },
+            });
           }
           return advance();
         },
@@ -116,7 +124,10 @@ describe("the runner and the DVM's lifecycle", () => {
     const r = runner({
       CreateRsyncConfig: async (ctx) => {
         await gate;
-        await ctx.clusters.source.ensure({ ...KINDS.Secret, metadata: { name: "late", namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") } });
+        await ctx.clusters.source.ensure({
+          ...KINDS.Secret,
+          metadata: { name: "late", namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") },
+        });
         return advance();
       },
     });

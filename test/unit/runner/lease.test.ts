@@ -9,14 +9,16 @@ import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/it
 import { KINDS } from "../../../src/kube/objects";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
-import { PhaseRunner } from "../../../src/runner/runner";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
+import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";
 import { MemoryDvmStore } from "../../support/memoryStore";
 
 // In the DVM's own namespace (MemoryDvmStore's), which the default migration policy allows.
-const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+const SPEC = {
+  persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
+};
 const LEASE_MS = 400;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

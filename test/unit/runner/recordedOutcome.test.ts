@@ -9,14 +9,16 @@ import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome, type StatusUpdate } from "../../../src/phases/types";
-import { PhaseRunner } from "../../../src/runner/runner";
 import type { ReconcileRequest } from "../../../src/runner/request";
+import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";
 import { MemoryDvmStore } from "../../support/memoryStore";
 
 // In the DVM's own namespace (MemoryDvmStore's), which the default migration policy allows.
-const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+const SPEC = {
+  persistentVolumeClaims: [{ name: "data", namespace: "openshift-migration", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
+};
 const PVC = { name: "data", namespace: "openshift-migration" };
 const POD = { name: "rsync-client-1", namespace: "openshift-migration", pvcRef: PVC };
 
@@ -58,7 +60,12 @@ describe("a crash between the ledger completion and the status write", () => {
   }
 
   it("keeps the per-PVC results the body decided (the repair replays the recorded status update)", async () => {
-    const status: StatusUpdate = { rsyncOperations: [{ pvcReference: PVC, currentAttempt: 1, succeeded: true }], successfulPods: [POD], runningPods: [], pendingPods: [] };
+    const status: StatusUpdate = {
+      rsyncOperations: [{ pvcReference: PVC, currentAttempt: 1, succeeded: true }],
+      successfulPods: [POD],
+      runningPods: [],
+      pendingPods: [],
+    };
     let executions = 0;
     const runner = new PhaseRunner({ store, ledger, clusters: resolver, bodies: bodiesWith(async () => (executions++, advance(status))) });
     await runWithCrashAfterRsync(runner);
@@ -73,8 +80,23 @@ describe("a crash between the ledger completion and the status write", () => {
   });
 
   it("keeps the warnings the body raised with its outcome (files vanished) past the phase change", async () => {
-    const warning = { type: "RsyncFilesVanished", status: "True" as const, category: "Warn" as const, reason: "SourceFilesVanished", message: "app/data: 2 files vanished during the transfer" };
-    const runner = new PhaseRunner({ store, ledger, clusters: resolver, bodies: bodiesWith(async () => ({ kind: "advance", status: { rsyncOperations: [{ pvcReference: PVC, currentAttempt: 1, succeeded: true }] }, warnings: [warning] })) });
+    const warning = {
+      type: "RsyncFilesVanished",
+      status: "True" as const,
+      category: "Warn" as const,
+      reason: "SourceFilesVanished",
+      message: "app/data: 2 files vanished during the transfer",
+    };
+    const runner = new PhaseRunner({
+      store,
+      ledger,
+      clusters: resolver,
+      bodies: bodiesWith(async () => ({
+        kind: "advance",
+        status: { rsyncOperations: [{ pvcReference: PVC, currentAttempt: 1, succeeded: true }] },
+        warnings: [warning],
+      })),
+    });
     await runWithCrashAfterRsync(runner);
     const done = store.current().status;
     expect(done.phase).toBe("Completed");

@@ -1,4 +1,5 @@
 import "reflect-metadata";
+import { createPrivateKey, X509Certificate as NodeX509Certificate } from "node:crypto";
 import {
   BasicConstraintsExtension,
   ExtendedKeyUsage,
@@ -8,9 +9,8 @@ import {
   SubjectAlternativeNameExtension,
   X509Certificate,
 } from "@peculiar/x509";
-import { createPrivateKey, X509Certificate as NodeX509Certificate } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import { checkTransferPki, generateTransferPki, transferPkiSummary, type TransferPki } from "../../../src/transfer/certificates";
+import { checkTransferPki, generateTransferPki, type TransferPki, transferPkiSummary } from "../../../src/transfer/certificates";
 
 const now = new Date("2030-01-01T00:00:00Z");
 let pki: TransferPki;
@@ -55,7 +55,10 @@ describe("generateTransferPki", () => {
   });
 
   it("exports the keys as PKCS#8 P-256 PEM matching their certificates", () => {
-    for (const [certPem, keyPem] of [[pki.serverCertPem, pki.serverKeyPem], [pki.clientCertPem, pki.clientKeyPem]] as const) {
+    for (const [certPem, keyPem] of [
+      [pki.serverCertPem, pki.serverKeyPem],
+      [pki.clientCertPem, pki.clientKeyPem],
+    ] as const) {
       expect(keyPem).toMatch(/^-----BEGIN PRIVATE KEY-----\n[\s\S]+\n-----END PRIVATE KEY-----\n$/);
       const key = createPrivateKey(keyPem);
       expect(key.asymmetricKeyDetails?.namedCurve).toBe("prime256v1");
@@ -95,9 +98,15 @@ describe("checkTransferPki", () => {
 
   it("wants renewal near expiry, for missing names, and for leaves of another CA", async () => {
     expect(await checkTransferPki(pki, { now: new Date("2030-12-28T00:00:00Z") })).toMatchObject({ usable: false, reason: expect.stringMatching(/expires/) });
-    expect(await checkTransferPki(pki, { now, serverDnsNames: ["other.example"] })).toMatchObject({ usable: false, reason: expect.stringMatching(/other\.example/) });
+    expect(await checkTransferPki(pki, { now, serverDnsNames: ["other.example"] })).toMatchObject({
+      usable: false,
+      reason: expect.stringMatching(/other\.example/),
+    });
     const other = await generateTransferPki({ commonName: "y", serverDnsNames: ["a"], now });
-    expect(await checkTransferPki({ ...pki, clientCertPem: other.clientCertPem }, { now })).toMatchObject({ usable: false, reason: expect.stringMatching(/client/) });
+    expect(await checkTransferPki({ ...pki, clientCertPem: other.clientCertPem }, { now })).toMatchObject({
+      usable: false,
+      reason: expect.stringMatching(/client/),
+    });
     expect(await checkTransferPki({ ...pki, caCertPem: "garbage" }, { now })).toMatchObject({ usable: false });
   });
 });

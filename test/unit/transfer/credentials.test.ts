@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { generateRsyncPassword, rsyncSecretsFile, RSYNC_PASSWORD_MIN_LENGTH } from "../../../src/transfer/credentials";
 import { TransferConfigError } from "../../../src/transfer/configText";
+import { generateRsyncPassword, RSYNC_PASSWORD_MIN_LENGTH, rsyncSecretsFile } from "../../../src/transfer/credentials";
 
 describe("generateRsyncPassword", () => {
   it("is 48 base62 characters by default", () => {

@@ -1,9 +1,9 @@
 import type { V1Container, V1SecurityContext } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateTransferPki, type TransferPki } from "../../../src/transfer/certificates";
+import { DEFAULT_TRANSFER_IMAGE, rsyncClientPod, rsyncDaemonScript, rsyncServerPod, type TransferPod, transferSecret } from "../../../src/transfer/pods";
 import { RSYNC_PASSWORD_ENV } from "../../../src/transfer/rsyncClient";
 import { moduleNameFor } from "../../../src/transfer/rsyncd";
-import { DEFAULT_TRANSFER_IMAGE, rsyncClientPod, rsyncDaemonScript, rsyncServerPod, transferSecret, type TransferPod } from "../../../src/transfer/pods";
 import { clientTransferSecretData, serverTransferSecretData } from "../../../src/transfer/secrets";
 
 const data = { namespace: "app", name: "data" };
@@ -43,22 +43,41 @@ describe("serverTransferSecretData", () => {
   });
 
   it("as root chroots into modules unless told otherwise, and honours ports and paths", () => {
-    const root = serverTransferSecretData({ pvcs: [data], user: "dvm", password: "x", pki, runAsRoot: true, stunnelPort: 7443, rsyncPort: 2222, paths: { configDir: "/cfg", volumeRoot: "/v", scratchDir: "/s" } });
+    const root = serverTransferSecretData({
+      pvcs: [data],
+      user: "dvm",
+      password: "x",
+      pki,
+      runAsRoot: true,
+      stunnelPort: 7443,
+      rsyncPort: 2222,
+      paths: { configDir: "/cfg", volumeRoot: "/v", scratchDir: "/s" },
+    });
     expect(root["rsyncd.conf"]).toContain("uid = 0\ngid = 0\nuse chroot = yes");
     expect(root["rsyncd.conf"]).toContain(`path = /v/${moduleNameFor(data)}`);
     expect(root["rsyncd.conf"]).toContain("secrets file = /s/rsyncd.secrets");
     expect(root["stunnel.conf"]).toContain("accept = 7443\nconnect = 127.0.0.1:2222");
     expect(root["stunnel.conf"]).toContain("cert = /cfg/tls.crt");
-    expect(serverTransferSecretData({ pvcs: [data], user: "dvm", password: "x", pki, runAsRoot: true, chroot: false })["rsyncd.conf"]).toContain("use chroot = no");
+    expect(serverTransferSecretData({ pvcs: [data], user: "dvm", password: "x", pki, runAsRoot: true, chroot: false })["rsyncd.conf"]).toContain(
+      "use chroot = no",
+    );
     expect(() => serverTransferSecretData({ pvcs: [data], user: "dvm", password: "x", pki, runAsRoot: false, rsyncPort: 6443 })).toThrow(/rsyncPort/);
   });
 });
 
 describe("clientTransferSecretData", () => {
   it("holds the stunnel client config, the client's key and the password", () => {
-    const secret = clientTransferSecretData({ password: "pw", pki, endpointHost: "dvm-rsync.app.svc", endpointPort: 6443, checkHost: "rsync-server.dvm.local" });
+    const secret = clientTransferSecretData({
+      password: "pw",
+      pki,
+      endpointHost: "dvm-rsync.app.svc",
+      endpointPort: 6443,
+      checkHost: "rsync-server.dvm.local",
+    });
     expect(Object.keys(secret).sort()).toEqual(["ca.crt", "rsync-password", "stunnel.conf", "tls.crt", "tls.key"]);
-    expect(secret["stunnel.conf"]).toContain("client = yes\naccept = 127.0.0.1:6443\nconnect = dvm-rsync.app.svc:6443\nverifyChain = yes\ncheckHost = rsync-server.dvm.local");
+    expect(secret["stunnel.conf"]).toContain(
+      "client = yes\naccept = 127.0.0.1:6443\nconnect = dvm-rsync.app.svc:6443\nverifyChain = yes\ncheckHost = rsync-server.dvm.local",
+    );
     expect(secret["tls.key"]).toBe(pki.clientKeyPem);
     expect(Object.values(secret).join("")).not.toContain(pki.serverKeyPem);
     expect(() => clientTransferSecretData({ password: "a\nb", pki, endpointHost: "h", endpointPort: 1 })).toThrow(/password/);
@@ -90,10 +109,12 @@ describe("rsyncServerPod", () => {
     expect(stunnel.command).toEqual(["stunnel", "/etc/dvm-transfer/stunnel.conf"]);
     expect(stunnel.ports).toEqual([{ name: "stunnel", containerPort: 6443, protocol: "TCP" }]);
     expectLockedDown(stunnel.securityContext);
-    expect(pod.spec.volumes).toEqual(expect.arrayContaining([
-      { name: "pvc-0", persistentVolumeClaim: { claimName: "data" } },
-      { name: "scratch", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
-    ]));
+    expect(pod.spec.volumes).toEqual(
+      expect.arrayContaining([
+        { name: "pvc-0", persistentVolumeClaim: { claimName: "data" } },
+        { name: "scratch", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+      ]),
+    );
     const config = pod.spec.volumes?.find((v) => v.name === "transfer-config");
     expect(config?.secret?.secretName).toBe("dvm-abc-rsync-server");
     expect(config?.secret?.defaultMode).toBe(0o444);
@@ -111,7 +132,13 @@ describe("rsyncServerPod", () => {
     expect(pod.spec.securityContext).toEqual({ seccompProfile: { type: "RuntimeDefault" } });
     expect(pod.spec.nodeName).toBe("n1");
     expect(pod.spec.volumes?.find((v) => v.name === "transfer-config")?.secret?.defaultMode).toBe(0o440);
-    expect(container(rsyncServerPod({ ...options, runAsRoot: true, chroot: false }), "rsync").securityContext?.capabilities?.add).toEqual(["CHOWN", "FOWNER", "DAC_OVERRIDE", "SETGID", "SETUID"]);
+    expect(container(rsyncServerPod({ ...options, runAsRoot: true, chroot: false }), "rsync").securityContext?.capabilities?.add).toEqual([
+      "CHOWN",
+      "FOWNER",
+      "DAC_OVERRIDE",
+      "SETGID",
+      "SETUID",
+    ]);
   });
 
   it("refuses PVCs of another namespace and chroot without root", () => {
@@ -123,15 +150,30 @@ describe("rsyncServerPod", () => {
 
 describe("rsyncDaemonScript", () => {
   it("copies the secrets file to scratch with mode 0400 and execs the daemon", () => {
-    expect(rsyncDaemonScript({ configDir: "/c d" })).toBe([
-      "set -e", "umask 077", "rm -f /tmp/rsyncd.secrets", "cat '/c d/rsyncd.secrets' > /tmp/rsyncd.secrets", "chmod 0400 /tmp/rsyncd.secrets",
-      "exec rsync --daemon --no-detach '--config=/c d/rsyncd.conf'", "",
-    ].join("\n"));
+    expect(rsyncDaemonScript({ configDir: "/c d" })).toBe(
+      [
+        "set -e",
+        "umask 077",
+        "rm -f /tmp/rsyncd.secrets",
+        "cat '/c d/rsyncd.secrets' > /tmp/rsyncd.secrets",
+        "chmod 0400 /tmp/rsyncd.secrets",
+        "exec rsync --daemon --no-detach '--config=/c d/rsyncd.conf'",
+        "",
+      ].join("\n"),
+    );
   });
 });
 
 describe("rsyncClientPod", () => {
-  const options = { name: "dvm-abc-rsync-0123456789-1", namespace: "app", labels, configSecretName: "dvm-abc-rsync-client", sourcePvc: data, destinationPvc: data, user: "dvm" };
+  const options = {
+    name: "dvm-abc-rsync-0123456789-1",
+    namespace: "app",
+    labels,
+    configSecretName: "dvm-abc-rsync-client",
+    sourcePvc: data,
+    destinationPvc: data,
+    user: "dvm",
+  };
 
   it("runs rsync against the local sidecar, password from the Secret, source read-only, never restarted", () => {
     const pod = rsyncClientPod({ ...options, runAsRoot: false, rsync: { bwlimitKiB: 1024, verify: true } });
@@ -172,6 +214,12 @@ describe("rsyncClientPod", () => {
 
 describe("transferSecret", () => {
   it("wraps a payload as an Opaque Secret", () => {
-    expect(transferSecret({ name: "s", namespace: "n", labels, data: { a: "b" } })).toEqual({ apiVersion: "v1", kind: "Secret", type: "Opaque", metadata: { name: "s", namespace: "n", labels }, stringData: { a: "b" } });
+    expect(transferSecret({ name: "s", namespace: "n", labels, data: { a: "b" } })).toEqual({
+      apiVersion: "v1",
+      kind: "Secret",
+      type: "Opaque",
+      metadata: { name: "s", namespace: "n", labels },
+      stringData: { a: "b" },
+    });
   });
 });

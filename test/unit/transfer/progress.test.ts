@@ -28,7 +28,15 @@ describe("parseRsyncProgress", () => {
 
   it("reads a bandwidth-limited run (rate in kB/s, elapsed from the final line)", () => {
     const p = parseRsyncProgress(fixture("progress-bwlimit.txt"));
-    expect(p).toMatchObject({ finished: true, percent: 100, rate: "989.65kB/s", rateBytesPerSecond: 1_013_402, elapsedSeconds: 2, averageBytesPerSecond: 857_400, filesTransferred: 1 });
+    expect(p).toMatchObject({
+      finished: true,
+      percent: 100,
+      rate: "989.65kB/s",
+      rateBytesPerSecond: 1_013_402,
+      elapsedSeconds: 2,
+      averageBytesPerSecond: 857_400,
+      filesTransferred: 1,
+    });
   });
 
   it("reads a log tail in the middle of a transfer: the last carriage-return segment wins", () => {
@@ -39,15 +47,23 @@ describe("parseRsyncProgress", () => {
   });
 
   it("reads upstream-style lines, ir-chk, plain numbers and 1024 units", () => {
-    expect(parseRsyncProgress("  1,234,567  45%   12.34MB/s    0:00:09 (xfr#3, ir-chk=1000/1020)\r")).toMatchObject({ percent: 45, bytesTransferred: 1_234_567, filesTransferred: 3 });
+    expect(parseRsyncProgress("  1,234,567  45%   12.34MB/s    0:00:09 (xfr#3, ir-chk=1000/1020)\r")).toMatchObject({
+      percent: 45,
+      bytesTransferred: 1_234_567,
+      filesTransferred: 3,
+    });
     expect(parseRsyncProgress("Total bytes sent: 2.00M\n", { unitBase: 1024 }).bytesTransferred).toBe(2 * 1024 * 1024);
     expect(parseRsyncProgress("Number of regular files transferred: 1,024\n").filesTransferred).toBe(1024);
   });
 
   it("reports rsync's and the daemon's errors", () => {
-    const p = parseRsyncProgress("@ERROR: auth failed on module pvc-1\nrsync error: error starting client-server protocol (code 5) at main.c(1954) [sender=3.5.0]\n");
+    const p = parseRsyncProgress(
+      "@ERROR: auth failed on module pvc-1\nrsync error: error starting client-server protocol (code 5) at main.c(1954) [sender=3.5.0]\n",
+    );
     expect(p).toEqual({ finished: false, daemonError: "auth failed on module pvc-1", error: "error starting client-server protocol", errorCode: 5 });
-    expect(parseRsyncProgress("rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1338) [sender=3.2.3]").errorCode).toBe(23);
+    expect(
+      parseRsyncProgress("rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1338) [sender=3.2.3]").errorCode,
+    ).toBe(23);
   });
 
   it("returns nothing but finished=false for unrelated text", () => {
@@ -82,7 +98,7 @@ describe("parseSize / parseRate", () => {
 });
 
 describe("vanished files (rsync exit code 24)", () => {
-  it("counts the \"file has vanished\" lines and reads the warning with its code", () => {
+  it('counts the "file has vanished" lines and reads the warning with its code', () => {
     const log = [
       "sending incremental file list",
       'file has vanished: "/mnt/source/cache/x"',
@@ -101,4 +117,3 @@ describe("vanished files (rsync exit code 24)", () => {
     expect(parseRsyncProgress("total size is 0  speedup is 0.00").vanishedFiles).toBeUndefined();
   });
 });
-

@@ -11,8 +11,18 @@ const base = { sourcePath: "/mnt/source", module: "pvc-0123456789abcdef", user: 
 describe("rsyncClientArgs", () => {
   it("emits upstream's flags in upstream's order, as root", () => {
     expect(rsyncClientArgs({ ...base, preserveOwnership: true })).toEqual([
-      "--recursive", "--links", "--perms", "--devices", "--specials", "--times", "--owner", "--group",
-      "--hard-links", "--delete", "--partial", "--human-readable",
+      "--recursive",
+      "--links",
+      "--perms",
+      "--devices",
+      "--specials",
+      "--times",
+      "--owner",
+      "--group",
+      "--hard-links",
+      "--delete",
+      "--partial",
+      "--human-readable",
       "--info=COPY2,DEL2,REMOVE2,SKIP2,FLIST2,PROGRESS2,STATS2",
       "--numeric-ids",
       "--exclude=/lost+found",
@@ -30,14 +40,38 @@ describe("rsyncClientArgs", () => {
 
   it("maps every option to its flag, in the upstream positions", () => {
     const args = rsyncClientArgs({
-      ...base, sourcePath: "/src/", host: "::1", preserveOwnership: false, verify: true, bwlimitKiB: 512, delete: false, partial: false,
-      hardLinks: false, sparse: true, omitDirTimes: true, humanReadable: false, logFile: "/dev/stdout", timeoutSeconds: 300, extras: ["--inplace", "--compress-choice=zstd"],
+      ...base,
+      sourcePath: "/src/",
+      host: "::1",
+      preserveOwnership: false,
+      verify: true,
+      bwlimitKiB: 512,
+      delete: false,
+      partial: false,
+      hardLinks: false,
+      sparse: true,
+      omitDirTimes: true,
+      humanReadable: false,
+      logFile: "/dev/stdout",
+      timeoutSeconds: 300,
+      extras: ["--inplace", "--compress-choice=zstd"],
     });
     expect(args).toEqual([
-      "--recursive", "--links", "--perms", "--devices", "--specials", "--times",
-      "--bwlimit=512", "--log-file=/dev/stdout",
+      "--recursive",
+      "--links",
+      "--perms",
+      "--devices",
+      "--specials",
+      "--times",
+      "--bwlimit=512",
+      "--log-file=/dev/stdout",
       "--info=COPY2,DEL2,REMOVE2,SKIP2,FLIST2,PROGRESS2,STATS2",
-      "--checksum", "--sparse", "--omit-dir-times", "--timeout=300", "--inplace", "--compress-choice=zstd",
+      "--checksum",
+      "--sparse",
+      "--omit-dir-times",
+      "--timeout=300",
+      "--inplace",
+      "--compress-choice=zstd",
       "--exclude=/lost+found",
       "/src/",
       "rsync://dvm@[::1]:6443/pvc-0123456789abcdef/",
@@ -70,7 +104,10 @@ describe("clientScript", () => {
   /** A stand-in rsync that records its arguments and exits with the given code. */
   function fakeRsync(code: number): string {
     const path = join(dir, `rsync-${code}`);
-    writeFileSync(path, `#!/bin/sh\nprintf '%s\\n' "$@" > ${join(dir, "args")}\necho "RSYNC_PASSWORD=\${RSYNC_PASSWORD:-unset}" >> ${join(dir, "args")}\necho "rsync error: code ${code}" >&2\nprintf '  1,024 100%%   1.00MB/s\\r' \nexit ${code}\n`);
+    writeFileSync(
+      path,
+      `#!/bin/sh\nprintf '%s\\n' "$@" > ${join(dir, "args")}\necho "RSYNC_PASSWORD=\${RSYNC_PASSWORD:-unset}" >> ${join(dir, "args")}\necho "rsync error: code ${code}" >&2\nprintf '  1,024 100%%   1.00MB/s\\r' \nexit ${code}\n`,
+    );
     chmodSync(path, 0o755);
     return path;
   }
@@ -86,7 +123,10 @@ describe("clientScript", () => {
   function run(script: string): Promise<number> {
     stderr = "";
     return new Promise((resolve) => {
-      const child = spawn("/bin/bash", ["-c", script], { env: { PATH: process.env.PATH ?? "", RSYNC_PASSWORD: "from-env" }, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn("/bin/bash", ["-c", script], {
+        env: { PATH: process.env.PATH ?? "", RSYNC_PASSWORD: "from-env" },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
       child.on("close", (code) => resolve(code ?? -1));
     });
@@ -95,7 +135,14 @@ describe("clientScript", () => {
   it("waits for the port, runs rsync with the arguments, writes the done-file and exits with rsync's code", async () => {
     const port = await listen();
     const done = join(dir, "done-23");
-    const script = clientScript({ args: ["--recursive", "/mnt/my source/", "rsync://dvm@127.0.0.1/m/"], rsyncBinary: fakeRsync(23), waitPort: port, doneFile: done, errorFile: join(dir, "err-23"), terminationMessageFile: join(dir, "termination-23") });
+    const script = clientScript({
+      args: ["--recursive", "/mnt/my source/", "rsync://dvm@127.0.0.1/m/"],
+      rsyncBinary: fakeRsync(23),
+      waitPort: port,
+      doneFile: done,
+      errorFile: join(dir, "err-23"),
+      terminationMessageFile: join(dir, "termination-23"),
+    });
     expect(await run(script)).toBe(23);
     expect(existsSync(done)).toBe(true);
     // rsync's error closes the log, after its progress: the pod's termination message is its tail.

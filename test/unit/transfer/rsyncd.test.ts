@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { moduleNameFor, rsyncdConfig } from "../../../src/transfer/rsyncd";
 
-const base = { modules: [{ name: "pvc-0123456789abcdef", path: "/mnt/pvc-0123456789abcdef", comment: "ns/data" }], user: "dvm", secretsFile: "/tmp/rsyncd.secrets" };
+const base = {
+  modules: [{ name: "pvc-0123456789abcdef", path: "/mnt/pvc-0123456789abcdef", comment: "ns/data" }],
+  user: "dvm",
+  secretsFile: "/tmp/rsyncd.secrets",
+};
 
 const settings = (config: string) => config.split("\n").filter((l) => l.includes(" = "));
 
@@ -47,12 +51,41 @@ describe("rsyncdConfig", () => {
   });
 
   it("takes port, address, hosts, pid file, log file, digest, timeout and read-only", () => {
-    const config = rsyncdConfig({ ...base, runAsRoot: false, port: 2222, address: "::1", hostsAllow: ["::1"], pidFile: "/tmp/r.pid", logFile: "/tmp/r.log", authDigest: "sha512", timeoutSeconds: 600, readOnly: true });
-    expect(settings(config)).toEqual(expect.arrayContaining(["port = 2222", "address = ::1", "hosts allow = ::1", "pid file = /tmp/r.pid", "log file = /tmp/r.log", "auth digest = sha512", "timeout = 600", "read only = yes"]));
+    const config = rsyncdConfig({
+      ...base,
+      runAsRoot: false,
+      port: 2222,
+      address: "::1",
+      hostsAllow: ["::1"],
+      pidFile: "/tmp/r.pid",
+      logFile: "/tmp/r.log",
+      authDigest: "sha512",
+      timeoutSeconds: 600,
+      readOnly: true,
+    });
+    expect(settings(config)).toEqual(
+      expect.arrayContaining([
+        "port = 2222",
+        "address = ::1",
+        "hosts allow = ::1",
+        "pid file = /tmp/r.pid",
+        "log file = /tmp/r.log",
+        "auth digest = sha512",
+        "timeout = 600",
+        "read only = yes",
+      ]),
+    );
   });
 
   it("writes one section per module", () => {
-    const config = rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/mnt/a" }, { name: "b", path: "/mnt/b" }] });
+    const config = rsyncdConfig({
+      ...base,
+      runAsRoot: false,
+      modules: [
+        { name: "a", path: "/mnt/a" },
+        { name: "b", path: "/mnt/b" },
+      ],
+    });
     expect(config).toContain("[a]\npath = /mnt/a\n");
     expect(config).toContain("[b]\npath = /mnt/b\n");
   });
@@ -66,7 +99,16 @@ describe("rsyncdConfig", () => {
   it("refuses what would change the file's meaning, naming the field", () => {
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [] })).toThrow(/modules/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a]", path: "/a" }] })).toThrow(/modules\[0\]\.name/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a" }, { name: "a", path: "/b" }] })).toThrow(/modules\[1\]\.name.*twice/);
+    expect(() =>
+      rsyncdConfig({
+        ...base,
+        runAsRoot: false,
+        modules: [
+          { name: "a", path: "/a" },
+          { name: "a", path: "/b" },
+        ],
+      }),
+    ).toThrow(/modules\[1\]\.name.*twice/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a\nuid = 0" }] })).toThrow(/modules\[0\]\.path/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a\\" }] })).toThrow(/backslash/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/outer/./inner" }] })).toThrow(/\/\.\//);

@@ -41,7 +41,18 @@ describe("stunnelServerConfig", () => {
   });
 
   it("takes bind address, pid file, log file, level and service name", () => {
-    const custom = stunnelServerConfig({ acceptHost: "127.0.0.1", acceptPort: 1, connectHost: "::1", connectPort: 2, pidFile: "/tmp/s.pid", foreground: false, logLevel: "notice", logFile: "/tmp/s.log", serviceName: "fs", ...files });
+    const custom = stunnelServerConfig({
+      acceptHost: "127.0.0.1",
+      acceptPort: 1,
+      connectHost: "::1",
+      connectPort: 2,
+      pidFile: "/tmp/s.pid",
+      foreground: false,
+      logLevel: "notice",
+      logFile: "/tmp/s.log",
+      serviceName: "fs",
+      ...files,
+    });
     expect(section(custom, "")).toEqual(["foreground = no", "pid = /tmp/s.pid", "syslog = no", "output = /tmp/s.log", "debug = notice"]);
     expect(section(custom, "fs").slice(0, 2)).toEqual(["accept = 127.0.0.1:1", "connect = ::1:2"]);
     // stunnel splits at the last colon and resolves "[::]" as a name: no brackets.
@@ -59,7 +70,13 @@ describe("stunnelServerConfig", () => {
 
 describe("stunnelClientConfig", () => {
   it("listens on loopback, verifies the chain, pins the server name and sends the dialled name as SNI", () => {
-    const config = stunnelClientConfig({ acceptPort: 6443, connectHost: "dvm-rsync-ns.apps.example.com", connectPort: 443, checkHost: "rsync-server.dvm.local", ...files });
+    const config = stunnelClientConfig({
+      acceptPort: 6443,
+      connectHost: "dvm-rsync-ns.apps.example.com",
+      connectPort: 443,
+      checkHost: "rsync-server.dvm.local",
+      ...files,
+    });
     expect(section(config, "rsync")).toEqual([
       "client = yes",
       "accept = 127.0.0.1:6443",

@@ -148,12 +148,18 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
       await Promise.all(
         names.map(async (name) => {
           for (let u = 1; u <= updates; u++)
-            await custom.patchNamespacedCustomObject({ ...dvmRef(namespace, name), body: { spec: { backOffLimit: u } } }, merge);
+            // Status writes: the spec of a DVM cannot change once it exists.
+            await custom.patchNamespacedCustomObjectStatus({ ...dvmRef(namespace, name), body: { status: { phase: WAIT_PHASE, polls: u } } }, merge);
         }),
       );
-      // Done when every DVM's newest generation has been forwarded.
-      const latest = (name: string) => requests.filter((r) => r.name === name).at(-1)?.generation;
-      while (!names.every((name) => latest(name) === updates + 1)) await sleep(20);
+      // Done when every DVM's newest version has been forwarded.
+      const finalVersion = new Map<string, string>();
+      for (const name of names) {
+        const dvm = (await custom.getNamespacedCustomObject(dvmRef(namespace, name))) as { metadata: { resourceVersion: string } };
+        finalVersion.set(name, dvm.metadata.resourceVersion);
+      }
+      const latest = (name: string) => requests.filter((r) => r.name === name).at(-1)?.resourceVersion;
+      while (!names.every((name) => latest(name) === finalVersion.get(name))) await sleep(20);
       const events = dvms * (updates + 1);
       log(
         `storm: ${events} writes (${dvms} DVMs x ${updates + 1}) -> ${requests.length} forwards ` +

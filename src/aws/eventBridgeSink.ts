@@ -7,7 +7,7 @@
  * The SDK's own retries are off: the publisher retries (src/events/publisher.ts), and two retry layers
  * would multiply. The function's IAM role may PutEvents to this one bus only (serverless.yml).
  */
-import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { EventBridgeClient, PutEventsCommand, type PutEventsCommandOutput } from "@aws-sdk/client-eventbridge";
 import type { CloudEventV1 } from "cloudevents";
 import { type EventSink, SendError } from "../events/publisher";
 import { isTransientDynamoError } from "../ledger";
@@ -34,7 +34,7 @@ export class EventBridgeSink implements EventSink {
 
   async send(event: CloudEventV1<unknown>, signal: AbortSignal): Promise<void> {
     this.client ??= new EventBridgeClient({ maxAttempts: 1, requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 } });
-    let output;
+    let output: PutEventsCommandOutput;
     try {
       output = await this.client.send(
         new PutEventsCommand({

@@ -33,7 +33,6 @@ export const EVENTS_ENV = {
 } as const;
 
 export const EVENT_SINKS = ["eventbridge", "http", "none"] as const;
-export type EventSinkKind = (typeof EVENT_SINKS)[number];
 export const DEFAULT_FLUSH_MS = 1_500;
 
 export interface EventsConfig {

@@ -14,6 +14,7 @@ export const DEFAULT_FUNCTION_LAYOUT: FunctionLayout = "shared";
 
 const SHARED_KEY = "phase";
 
+/** @public (read at run time by infra/serverless/functions.cjs, which knip cannot follow) */
 export function isFunctionLayout(value: unknown): value is FunctionLayout {
   return typeof value === "string" && (FUNCTION_LAYOUTS as readonly string[]).includes(value);
 }

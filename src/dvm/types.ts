@@ -50,7 +50,6 @@ export const PvcToMigrateSchema = z.object({
   targetVolumeMode: VolumeModeSchema.optional(),
   verify: z.boolean().optional(),
 });
-export type PvcToMigrate = z.infer<typeof PvcToMigrateSchema>;
 
 export const EndpointTypeSchema = z.enum(["ClusterIP", "NodePort", "LoadBalancer", "Route"]);
 export type EndpointType = z.infer<typeof EndpointTypeSchema>;

@@ -16,7 +16,6 @@ export const PHASE_COMPLETED = `${EVENT_TYPE_PREFIX}.phase.completed.v1`;
 export const MIGRATION_SUCCEEDED = `${EVENT_TYPE_PREFIX}.migration.succeeded.v1`;
 export const MIGRATION_FAILED = `${EVENT_TYPE_PREFIX}.migration.failed.v1`;
 export const OUTGOING_EVENT_TYPES = [PHASE_COMPLETED, MIGRATION_SUCCEEDED, MIGRATION_FAILED] as const;
-export type OutgoingEventType = (typeof OUTGOING_EVENT_TYPES)[number];
 
 /** The only CloudEvents version accepted (0.3 has other attribute names and is long superseded). */
 export const SPEC_VERSION = "1.0";
@@ -42,7 +41,6 @@ export const MigrationRequestedDataSchema = z.strictObject({
   namePrefix: dnsLabel.max(MAX_NAME_PREFIX).optional(),
   spec: DvmSpecSchema,
 });
-export type MigrationRequestedData = z.infer<typeof MigrationRequestedDataSchema>;
 
 /** Who the outgoing events are about; `subject` is `<namespace>/<name>`. */
 const DvmIdentityFields = {

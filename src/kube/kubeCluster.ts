@@ -2,7 +2,7 @@
 
 import type { Cluster, EnsureResult } from "./cluster";
 import { toKubeApiError } from "./errors";
-import { KubeConfig } from "./kubeConfig";
+import type { KubeConfig } from "./kubeConfig";
 import { type KubeObject, labelSelector, type ObjectRef } from "./objects";
 import { KubeRest, resourcePath } from "./rest";
 
@@ -165,11 +165,4 @@ export class KubeCluster implements Cluster {
       );
     return { plural: found.name, namespaced: found.namespaced };
   }
-}
-
-export function kubeConfigFromString(text: string, context?: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(text);
-  if (context) kc.setCurrentContext(context);
-  return kc;
 }

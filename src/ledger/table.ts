@@ -35,9 +35,6 @@ export type LedgerTableResource = z.infer<typeof TableResource>;
 /** The parsed CloudFormation resource; a broken file fails at import, not at the first write. */
 export const LEDGER_TABLE_RESOURCE: LedgerTableResource = TableResource.parse(definition);
 
-/** The TTL attribute (epoch seconds) the ledger writes on every write. */
-export const LEDGER_TTL_ATTRIBUTE = LEDGER_TABLE_RESOURCE.Properties.TimeToLiveSpecification.AttributeName;
-
 export function ledgerCreateTableInput(tableName: string): CreateTableCommandInput {
   const p = LEDGER_TABLE_RESOURCE.Properties;
   return {

@@ -14,7 +14,7 @@ import { type ControlPlane, defaultBinDir, startControlPlane } from "./controlPl
 import { writeDataset } from "./demoData";
 import { startNodeClusters } from "./nodes/clusters";
 import { nodeModeSupport } from "./nodes/host";
-import { ensureNodeImages, NodeImagesUnavailableError } from "./nodes/images";
+import { ensureNodeImages, type NodeImages, NodeImagesUnavailableError } from "./nodes/images";
 import { volumeFolder } from "./nodes/volumes";
 
 export type ClusterMode = "node" | "kwok";
@@ -87,7 +87,7 @@ async function startKwokMode(options: EmbeddedClustersOptions): Promise<Embedded
 
 async function startNodeMode(options: EmbeddedClustersOptions): Promise<EmbeddedClusters> {
   const say = options.say;
-  let images;
+  let images: NodeImages;
   try {
     images = await ensureNodeImages({ onProgress: (line) => say(line) });
   } catch (error) {

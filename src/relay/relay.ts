@@ -236,8 +236,10 @@ export class Relay {
   private onDvmEvent(type: WatchEventType, object: unknown): void {
     const dvm = this.readDvm(object, type);
     if (!dvm) return;
-    if (type === "DELETED") return this.forget(dvm.uid, "deleted");
-    if (!needsForwarding(dvm)) return this.forget(dvm.uid, `phase ${dvm.phase}`);
+    if (type === "DELETED" || !needsForwarding(dvm)) {
+      this.forget(dvm.uid, type === "DELETED" ? "deleted" : `phase ${dvm.phase}`);
+      return;
+    }
     this.observe(dvm);
     this.trigger(dvm.uid, `${type.toLowerCase()} rv=${dvm.resourceVersion}`);
   }
@@ -337,7 +339,7 @@ export class Relay {
     entry.lastForward = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}), at: this.clock.now() };
     const log = this.log.child({ uid, dvm: `${dvm.namespace}/${dvm.name}`, phase: dvm.phase ?? "(none)" });
 
-    let result;
+    let result: Awaited<ReturnType<RelayTransport["forward"]>>;
     try {
       result = await this.options.transport.forward(request, dvm.phase !== undefined ? { phase: dvm.phase } : {});
     } catch (error) {

@@ -20,7 +20,7 @@ import type { ClusterResolver } from "../kube/resolver";
 import type { PhaseLedger } from "../ledger";
 import type { Logger } from "../log";
 import { deleteTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
-import { MigrationInputError, type PhaseContext } from "../phases/types";
+import { type MigrationClusters, MigrationInputError, type PhaseContext } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
 import { MAX_CLOCK_SKEW_MS } from "./lease";
 
@@ -70,7 +70,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
   // An invalid spec failed before any phase body ran: nothing was created from it.
   if (!parsed.ok) return undefined;
   const { name, namespace, uid, generation } = dvm.metadata;
-  let clusters;
+  let clusters: MigrationClusters;
   try {
     clusters = await deps.clusters.resolve(namespace, parsed.spec);
   } catch (error) {

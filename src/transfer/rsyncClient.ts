@@ -174,7 +174,7 @@ export function clientScript(options: RsyncClientScriptOptions): string {
   const terminationMessageFile = absolutePath("terminationMessageFile", options.terminationMessageFile ?? "/dev/termination-log");
   const binary = configValue("rsyncBinary", options.rsyncBinary ?? "rsync");
   if (options.args.length === 0) throw new TransferConfigError("args", "must not be empty");
-  options.args.forEach((arg, i) => configValue(`args[${i}]`, arg));
+  for (const [i, arg] of options.args.entries()) configValue(`args[${i}]`, arg);
   const command = [binary, ...options.args].map(shellQuote).join(" ");
 
   return [

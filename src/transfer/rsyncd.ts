@@ -69,7 +69,7 @@ export function rsyncdConfig(options: RsyncdOptions): string {
   const useChroot = options.useChroot ?? false;
   if (useChroot && !options.runAsRoot) throw new TransferConfigError("useChroot", "chroot needs a daemon running as root");
   const hostsAllow = options.hostsAllow ?? ["127.0.0.1", "::1"];
-  hostsAllow.forEach((host, i) => hostName(`hostsAllow[${i}]`, host));
+  for (const [i, host] of hostsAllow.entries()) hostName(`hostsAllow[${i}]`, host);
   if (hostsAllow.length === 0) throw new TransferConfigError("hostsAllow", "must not be empty");
   if (options.timeoutSeconds !== undefined && !(Number.isInteger(options.timeoutSeconds) && options.timeoutSeconds > 0)) {
     throw new TransferConfigError("timeoutSeconds", "must be a positive integer");

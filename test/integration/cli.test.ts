@@ -132,7 +132,7 @@ describe("on a completed migration", () => {
     expect(result.code).toBe(0);
     const rows = result.stdout.split("\n").filter((line) => /^\d+\/\d+\s/.test(line));
     expect(rows.map((line) => line.split(/\s+/)[1])).toEqual(STEPS);
-    rows.forEach((line, i) => expect(line.startsWith(`${i + 1}/${ITINERARIES.VolumeMigration.length} `)).toBe(true));
+    for (const [i, line] of rows.entries()) expect(line.startsWith(`${i + 1}/${ITINERARIES.VolumeMigration.length} `)).toBe(true);
     const shares = rows.map((line) => Number(/(\d+\.\d)%/.exec(line)![1]));
     expect(shares.reduce((a, b) => a + b, 0)).toBeCloseTo(100, 5);
     expect(result.stdout).toMatch(/repeated executions: 0 costing 0\.000 s/);

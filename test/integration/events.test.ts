@@ -208,7 +208,12 @@ describe.skipIf(missing("the clusters and DynamoDB test services", available, "r
 
   it("does not hold an invocation past the flush deadline when the sink hangs, and drops beyond the queue bound", async () => {
     const hole = await startBlackhole();
-    servers.push({ close: () => (hole.sockets.forEach((s) => s.destroy()), hole.server.close()) });
+    servers.push({
+      close: () => {
+        for (const s of hole.sockets) s.destroy();
+        return hole.server.close();
+      },
+    });
     const deadlineMs = 200;
     const { runner, flushes, events } = runnerFor({
       DVM_EVENTS_SINK: "http",

@@ -64,6 +64,7 @@ const FIELD_MANAGER = "dvm-manifests-test";
 /** The relay's Lease, the one name its Role lets it read and update (infra/k8s/relay-config.yaml). */
 const RELAY_LEASE = "dvm-relay";
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
 type Manifest = KubernetesObject & Record<string, any>;
 
 // ---------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ const SPEC = {
 };
 const DATA = { namespace: NAMESPACE, spec: SPEC };
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
 type Reply = { status: number; body: Record<string, any> };
 
 describe.skipIf(missing("the clusters test service", available, "run without DVM_TEST_SERVICES"))("trigger function under serverless-offline", () => {
@@ -74,7 +75,7 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
       body: message.body as string,
     });
     const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
+    return { status: response.status, body: text ? (JSON.parse(text) as Reply["body"]) : {} };
   }
 
   async function invoke(event: unknown): Promise<Reply & { functionError?: string | undefined }> {

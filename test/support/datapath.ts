@@ -4,7 +4,7 @@
  * kubelet would use), temporary directories standing in for PVCs and emptyDirs, and the pod's env
  * resolved from the Secret. Nothing is rewritten on the way, so what passes here is what the pods run.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -80,7 +80,7 @@ export class LocalProcesses {
     const logFile = join(this.logDir, `${++this.count}-${name.replace(/[^A-Za-z0-9-]+/g, "-")}.log`);
     const fd = openSync(logFile, "a", 0o666);
     fchmodSync(fd, 0o666);
-    let child;
+    let child: ChildProcess;
     try {
       child = spawn(command, args, {
         detached: true,
@@ -122,7 +122,7 @@ export class LocalProcesses {
 
   async stopAll(): Promise<void> {
     const live = this.all.filter((p) => p.running());
-    live.forEach((p) => p.signal("SIGKILL"));
+    for (const p of live) p.signal("SIGKILL");
     await Promise.all(live.map((p) => Promise.race([p.exited, sleep(5000)])));
   }
 }

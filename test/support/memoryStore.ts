@@ -51,7 +51,10 @@ export class MemoryDvmStore implements DvmStore {
   /** Starts the deletion as the API server does: a deletionTimestamp while finalizers remain, else gone. */
   markDeleted(at = new Date().toISOString()): void {
     if (!this.dvm) return;
-    if (!this.dvm.metadata.finalizers?.length) return this.remove();
+    if (!this.dvm.metadata.finalizers?.length) {
+      this.remove();
+      return;
+    }
     this.touch((dvm) => (dvm.metadata.deletionTimestamp = at));
   }
 

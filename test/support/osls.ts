@@ -11,6 +11,7 @@ const run = promisify(execFile);
 export const ROOT = join(import.meta.dirname, "..", "..");
 const SKIPPED = [".git", ".serverless", ".esbuild", ".serverless-offline", ".dvm"];
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
 type Json = Record<string, any>;
 
 export interface PackageOptions {

@@ -23,6 +23,7 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const K8S = join(ROOT, "infra", "k8s");
 const KIND = join(ROOT, "infra", "kind");
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
 type Doc = Record<string, any>;
 interface Rule {
   apiGroups?: string[];

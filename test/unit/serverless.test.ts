@@ -48,6 +48,7 @@ const ACTION_OF_OPERATION: Record<string, string> = {
 const NOT_CALLED_IN_LAMBDA = new Set(["AssumeRole", "AssumeRoleWithWebIdentity", "CreateToken", "GetRoleCredentials", "DescribeEndpoints"]);
 
 // CloudFormation JSON, read by path: typing every intrinsic function would only restate the template.
+// biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
 type Json = Record<string, any>;
 type Packaged = PackagedService;
 
@@ -73,7 +74,7 @@ async function osPackage(layout: FunctionLayout): Promise<Packaged> {
 
 beforeAll(async () => {
   const results = await Promise.all(LAYOUTS.map(osPackage));
-  LAYOUTS.forEach((layout, i) => packaged.set(layout, results[i]!));
+  for (const [i, layout] of LAYOUTS.entries()) packaged.set(layout, results[i]!);
 }, PACKAGE_TIMEOUT_MS * 2);
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

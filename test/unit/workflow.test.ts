@@ -102,6 +102,7 @@ describe("shell scripts", () => {
 });
 
 describe("osls package --stage local (what e2e.sh deploys to LocalStack)", () => {
+  // biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
   type Json = Record<string, any>;
   let resources: Json;
 

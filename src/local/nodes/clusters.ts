@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type KubeConfig, StorageV1Api } from "@kubernetes/client-node";
 import { type ControlPlane, defaultBinDir, startControlPlane } from "../controlPlane";
-import { type ManagedProcess, spawnLogged, stopProcess } from "../processes";
+import { spawnLogged, stopProcess } from "../processes";
 import { host, nodeModeSupport } from "./host";
 import type { NodeImages } from "./images";
 import { createNetwork } from "./network";
@@ -205,5 +205,3 @@ async function acquireSlot(): Promise<{ slot: number; stateDir: string }> {
   }
   throw new Error(`node mode: all ${MAX_SLOTS} slots are in use (${NODES_STATE_ROOT}/slot*.lock)`);
 }
-
-export type { ManagedProcess };

@@ -8,7 +8,7 @@ import type { StartedMigration } from "./fixture";
 import type { DvmHistory } from "./observatory";
 import { between, type Random, sleep } from "./random";
 
-export const CONFLICT_ANNOTATION = "chaos.dvm.test/tick";
+const CONFLICT_ANNOTATION = "chaos.dvm.test/tick";
 
 export class ConflictWriter {
   patches = 0;

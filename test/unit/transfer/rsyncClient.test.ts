@@ -97,7 +97,7 @@ describe("clientScript", () => {
   const dir = mkdtempSync(join(tmpdir(), "dvm-client-script-"));
   const servers: Server[] = [];
   afterAll(() => {
-    servers.forEach((s) => s.close());
+    for (const s of servers) s.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -12,7 +12,6 @@
 import { systemClock } from "../../../src/clock";
 import { setCondition } from "../../../src/dvm/conditions";
 import { type ExecutablePhaseName, nextPhase, type PhaseName, phaseSpec } from "../../../src/dvm/itinerary";
-import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../../../src/dvm/status";
 import { type DirectVolumeMigration, type DvmStatus, parseDvmSpec } from "../../../src/dvm/types";
 import { KubeDvmStore } from "../../../src/kube/dvmStore";
@@ -25,6 +24,7 @@ import { buildPhaseContext, migrationTypeOf } from "../../../src/runner/runner";
 import { type Bodies, countedBodies, crashPlan, invocationScope, SimulatedCrash, tallyHooks } from "./bodies";
 import type { ChaosEnvironment } from "./environment";
 import type { DvmHistory } from "./observatory";
+import { CHAOS_MIGRATION_POLICY } from "./ourRunner";
 import type { Tally } from "./tally";
 import type { InvokeHints, Target } from "./targets";
 
@@ -184,7 +184,8 @@ export class BaselineController implements Target {
       parsed: parseDvmSpec(dvm.spec),
       position,
       clusters: this.resolver,
-      policy: DEFAULT_MIGRATION_POLICY,
+      // The same policy as our runner gets: the baseline must not fail where ours may run.
+      policy: CHAOS_MIGRATION_POLICY,
       attempt: 1,
       clock: systemClock,
       log: silentLogger,

@@ -3,8 +3,8 @@
  * the credentials), JSON in and out, failures as KubeApiError. The phase function uses this instead of
  * client-node's generated API classes, which would make up most of its bundle and its cold start.
  */
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest, type RequestOptions } from "node:https";
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { KubeApiError, toKubeApiError } from "./errors";
 
@@ -20,9 +20,18 @@ export interface RestRequest {
 }
 
 const TIMEOUT_MS = 30_000;
+/**
+ * How long an idle kept-alive connection stays open: well below the API server's own idle timeout
+ * (90 s), so the server never closes one just as a request goes out on it.
+ */
+const IDLE_CONNECTION_MS = 30_000;
+/** What a TLS connection was made with: a kept connection is only reused for the same values. */
+const TLS_OPTIONS = ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"] as const;
 
 export class KubeRest {
   private readonly server: URL;
+  /** The one keep-alive agent, and the TLS values it was made with. */
+  private kept: { tls: unknown[]; agent: HttpAgent } | undefined;
 
   constructor(readonly kubeConfig: KubeConfig) {
     const cluster = kubeConfig.getCurrentCluster();
@@ -53,6 +62,7 @@ export class KubeRest {
     } catch {
       throw new KubeApiError(`${action}: the kubeconfig's credentials could not be applied (details not shown)`, undefined, "CredentialError");
     }
+    options.agent = this.agentFor(options);
     let response: { status: number; text: string };
     try {
       response = await send(url, options, body);
@@ -64,9 +74,52 @@ export class KubeRest {
     }
     throw toKubeApiError({ code: response.status, body: response.text }, action);
   }
+
+  /**
+   * client-node makes a new agent for every request, so every request paid a TCP and a TLS handshake.
+   * This keeps one keep-alive agent per client instead, made with the TLS values the kubeconfig gave
+   * for this request (so rotated certificates take effect at once: new values, new agent; the old one's
+   * idle connections close after IDLE_CONNECTION_MS). Headers (tokens) are still applied per request. A
+   * proxy (host kubeconfigs only; user kubeconfigs cannot name one) keeps client-node's agent.
+   */
+  private agentFor(options: RequestOptions): RequestOptions["agent"] {
+    if (this.kubeConfig.getCurrentCluster()?.proxyUrl) return options.agent;
+    const tls = TLS_OPTIONS.map((name) => options[name]);
+    if (!this.kept || !sameValues(this.kept.tls, tls)) {
+      const agentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
+      const values = Object.fromEntries(TLS_OPTIONS.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])));
+      this.kept = { tls, agent: this.server.protocol === "http:" ? new HttpAgent(agentOptions) : new HttpsAgent({ ...values, ...agentOptions }) };
+    }
+    return this.kept.agent;
+  }
 }
 
-function send(url: URL, options: RequestOptions, body: Buffer | undefined): Promise<{ status: number; text: string }> {
+function sameValues(a: unknown, b: unknown): boolean {
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((value, i) => sameValues(value, b[i]));
+  return a === b;
+}
+
+/**
+ * One request. A kept-alive connection the server closed while it sat idle fails at once (ECONNRESET,
+ * EPIPE): the request is sent again, once, on a new connection. Sending twice is safe for every call
+ * made through this client: creates adopt AlreadyExists, status writes are guarded by resourceVersion
+ * (409), deletes answer NotFound, and the other patches are merge patches of the same values.
+ */
+async function send(url: URL, options: RequestOptions, body: Buffer | undefined): Promise<{ status: number; text: string }> {
+  try {
+    return await sendOnce(url, options, body);
+  } catch (error) {
+    if (!(error instanceof ReusedConnectionClosed)) throw error;
+    return sendOnce(url, options, body, true);
+  }
+}
+
+class ReusedConnectionClosed extends Error {
+  override readonly name = "ReusedConnectionClosed";
+}
+
+function sendOnce(url: URL, options: RequestOptions, body: Buffer | undefined, retried = false): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const call = url.protocol === "http:" ? httpRequest : httpsRequest;
     const req = call(url, { ...options, timeout: TIMEOUT_MS }, (res: IncomingMessage) => {
@@ -76,7 +129,10 @@ function send(url: URL, options: RequestOptions, body: Buffer | undefined): Prom
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`no answer from ${url.host} within ${TIMEOUT_MS / 1000} s`)));
-    req.on("error", reject);
+    req.on("error", (error: NodeJS.ErrnoException) => {
+      const closedWhileIdle = req.reusedSocket && !retried && (error.code === "ECONNRESET" || error.code === "EPIPE");
+      reject(closedWhileIdle ? new ReusedConnectionClosed(error.message, { cause: error }) : error);
+    });
     if (body) req.write(body);
     req.end();
   });

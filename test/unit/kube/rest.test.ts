@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
 import { KubeApiError } from "../../../src/kube/errors";
 import { KubeConfig } from "../../../src/kube/kubeConfig";
 import { KubeRest } from "../../../src/kube/rest";
@@ -17,5 +19,55 @@ describe("KubeRest", () => {
     expect(error).toBeInstanceOf(KubeApiError);
     expect((error as KubeApiError).message).toBe("host: read /api: the kubeconfig's credentials could not be applied (details not shown)");
     expect(JSON.stringify(error)).not.toContain("SECRET-STDERR");
+  });
+});
+
+describe("KubeRest connections", () => {
+  const servers: Server[] = [];
+  afterEach(async () => {
+    for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
+  });
+
+  async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ rest: KubeRest; connections: () => number }> {
+    const server = createServer(handler);
+    let connections = 0;
+    server.on("connection", () => connections++);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    return { rest: new KubeRest(kc), connections: () => connections };
+  }
+
+  it("keeps one connection for successive requests (no handshake per request), with the credentials on each", async () => {
+    const authorizations: (string | undefined)[] = [];
+    const { rest, connections } = await serve((req, res) => {
+      authorizations.push(req.headers.authorization);
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify({ path: req.url }));
+    });
+    for (let i = 0; i < 5; i++) expect(await rest.request({ method: "GET", path: `/api/${i}` }, "read")).toEqual({ path: `/api/${i}` });
+    expect(connections()).toBe(1);
+    expect(authorizations).toEqual(Array(5).fill("Bearer t"));
+  });
+
+  it("sends a request again on a new connection when the server closed the kept one", async () => {
+    let served = 0;
+    const { rest, connections } = await serve((req, res) => {
+      served++;
+      // The second request arrives on the kept connection; the server drops it unanswered, as a server
+      // does with a connection it closes for idleness just as the request goes out.
+      if (served === 2) return req.socket.destroy();
+      res.end(JSON.stringify({ served }));
+    });
+    expect(await rest.request({ method: "GET", path: "/api" }, "read")).toEqual({ served: 1 });
+    expect(await rest.request({ method: "GET", path: "/api" }, "read")).toEqual({ served: 3 });
+    expect(connections()).toBe(2);
   });
 });

@@ -142,6 +142,19 @@ export class PhaseRunner {
     log = log.child({ attempt: claim.attempt });
     if (claim.takeover) log.warn("lease takeover: the previous holder's lease expired before it finished");
 
+    const lease = new BodyLease({
+      ledger,
+      claim,
+      leaseMs: this.leaseMs,
+      marginMs: this.leaseMarginMs,
+      clock: this.clock,
+      ...(options.hostDeadlineAt !== undefined ? { hostDeadlineAt: options.hostDeadlineAt - HOST_DEADLINE_RESERVE_MS } : {}),
+    });
+    // The body's context (the policy check, then the kubeconfig Secret's read) is built while the fence
+    // below re-reads the DVM: both only read, and the body needs both, so they cost one round trip.
+    // Its outcome is taken inside lease.run, as before; a DVM found deleted just drops it.
+    const context = settle(specChanged ? Promise.reject(new MigrationInputError([specChanged])) : this.context(fresh, parsed, position, claim, log, lease));
+
     // The deletion fence: a DVM deleted between the read above and the claim must not get anything
     // created for it. Deletion waits for every lease claimed before it began (deletion.ts); a claim made
     // after it began sees the deletionTimestamp here and stops before the body.
@@ -157,22 +170,14 @@ export class PhaseRunner {
       return { kind: "gone" };
     }
 
-    const lease = new BodyLease({
-      ledger,
-      claim,
-      leaseMs: this.leaseMs,
-      marginMs: this.leaseMarginMs,
-      clock: this.clock,
-      ...(options.hostDeadlineAt !== undefined ? { hostDeadlineAt: options.hostDeadlineAt - HOST_DEADLINE_RESERVE_MS } : {}),
-    });
     const body = this.bodies[position.phase];
     let outcome: PhaseOutcome;
     try {
       outcome = await lease.run(async () => {
-        if (specChanged) throw new MigrationInputError([specChanged]);
-        const context = await this.context(fresh, parsed, position, claim, log, lease);
+        const built = await context;
+        if (!built.ok) throw built.error;
         log.info("phase started");
-        return body(context);
+        return body(built.value);
       });
     } catch (error) {
       if (error instanceof MigrationInputError) {
@@ -413,6 +418,14 @@ export class PhaseRunner {
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
+}
+
+/** A promise's outcome as a value: awaited later, its rejection is never left unhandled meanwhile. */
+function settle<T>(promise: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
 }
 
 /** What RunResults call the deletion of a DVM (it is no phase of any itinerary). */

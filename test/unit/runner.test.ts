@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
+import type { DvmStore } from "../../src/kube/dvmStore";
 import type { ClusterResolver } from "../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../src/phases/types";
 import type { ReconcileRequest } from "../../src/runner/request";
@@ -77,6 +78,30 @@ describe("PhaseRunner", () => {
     const history = await ledger.history(request.uid);
     expect(history.map((e) => e.key.phase)).toEqual(expected);
     expect(history.every((e) => e.state === "COMPLETED")).toBe(true);
+  });
+
+  it("resolves the clusters while the deletion fence re-reads the DVM, and runs the body only after both", async () => {
+    const { bodies, executions } = countingBodies();
+    const host = new FakeCluster("host");
+    let resolves = 0;
+    resolver = { resolve: async () => (resolves++, { host, source: host, destination: host, sameCluster: true }) };
+    let reads = 0;
+    let release!: () => void;
+    const fence = new Promise<void>((resolve) => (release = resolve));
+    const gated: DvmStore = {
+      // The second read of the invocation is the fence's, right after the claim: held until released.
+      get: async (namespace, name) => (++reads === 2 && (await fence), store.get(namespace, name)),
+      writeStatus: (dvm, status) => store.writeStatus(dvm, status),
+      writeFinalizers: (dvm, finalizers) => store.writeFinalizers(dvm, finalizers),
+    };
+    const running = new PhaseRunner({ store: gated, ledger, clusters: resolver, bodies, clock, leaseMs: 60_000 }).run(request);
+    for (let i = 0; i < 100 && reads < 2; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(reads).toBe(2);
+    expect(resolves).toBe(1);
+    expect(executions.get("Started")).toBeUndefined();
+    release();
+    expect(await running).toMatchObject({ kind: "advanced", phase: "Started" });
+    expect(executions.get("Started")).toBe(1);
   });
 
   it("decides from the fresh object, not from a stale request", async () => {

@@ -8,6 +8,7 @@
 import type { ClusterRef, DvmSpec } from "../dvm/types";
 import type { MigrationClusters } from "../phases/types";
 import { MigrationInputError } from "../phases/types";
+import { VersionedClientCache } from "./clientCache";
 import type { Cluster } from "./cluster";
 import { KubeCluster } from "./kubeCluster";
 import type { KubeConfig } from "./kubeConfig";
@@ -18,6 +19,9 @@ interface SecretObject extends KubeObject {
   data?: Record<string, string>;
 }
 
+/** Bound of the client cache: a warm container serving many DVMs keeps the most recent ones. */
+const MAX_CACHED_CLIENTS = 64;
+
 export interface ClusterResolver {
   resolve(dvmNamespace: string, spec: Pick<DvmSpec, "sourceCluster" | "destinationCluster">): Promise<MigrationClusters>;
 }
@@ -27,9 +31,18 @@ function serverOf(kubeConfig: KubeConfig): string | undefined {
 }
 
 export class SecretClusterResolver implements ClusterResolver {
-  /** Clients are reused across invocations of a warm container, keyed by the Secret's resourceVersion. */
-  private readonly cache = new Map<string, KubeCluster>();
+  /**
+   * Clients are reused across invocations of a warm container (bounded, one version per Secret and key).
+   * The Secret itself is still read on every invocation: a rotated or revoked kubeconfig is never used
+   * once the API server has the change.
+   */
+  private readonly cache = new VersionedClientCache<KubeCluster>(MAX_CACHED_CLIENTS);
   readonly host: KubeCluster;
+  /**
+   * The host cluster under the name of a role (a DVM without a Secret reference), one client per role for
+   * the resolver's life: its discovery answers and kept connections carry over to the next invocation.
+   */
+  private readonly hostAs = new Map<string, KubeCluster>();
 
   constructor(hostKubeConfig: KubeConfig) {
     this.host = new KubeCluster("host", hostKubeConfig);
@@ -49,7 +62,11 @@ export class SecretClusterResolver implements ClusterResolver {
   }
 
   private async clusterFor(role: string, field: string, dvmNamespace: string, ref: ClusterRef | undefined, errors: string[]): Promise<KubeCluster | undefined> {
-    if (!ref) return new KubeCluster(role, this.host.kubeConfig);
+    if (!ref) {
+      let cluster = this.hostAs.get(role);
+      if (!cluster) this.hostAs.set(role, (cluster = new KubeCluster(role, this.host.kubeConfig)));
+      return cluster;
+    }
     const { name, key } = ref.kubeconfigSecretRef;
     const namespace = ref.kubeconfigSecretRef.namespace ?? dvmNamespace;
     const secret = await this.host.get<SecretObject>({ ...KINDS.Secret, namespace, name });
@@ -57,8 +74,9 @@ export class SecretClusterResolver implements ClusterResolver {
       errors.push(`${field}.kubeconfigSecretRef.name: Secret ${namespace}/${name} not found`);
       return undefined;
     }
-    const cacheKey = `${role}/${namespace}/${name}/${key}@${secret.metadata.resourceVersion}`;
-    const cached = this.cache.get(cacheKey);
+    const cacheKey = `${role}/${namespace}/${name}/${key}`;
+    const resourceVersion = secret.metadata.resourceVersion;
+    const cached = this.cache.get(cacheKey, resourceVersion);
     if (cached) return cached;
     const encoded = secret.data?.[key];
     if (!encoded) {
@@ -74,7 +92,7 @@ export class SecretClusterResolver implements ClusterResolver {
       return undefined;
     }
     const cluster = new KubeCluster(role, parsed.kubeConfig);
-    this.cache.set(cacheKey, cluster);
+    this.cache.set(cacheKey, resourceVersion, cluster);
     return cluster;
   }
 }

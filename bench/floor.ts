@@ -116,6 +116,7 @@ function ok(answer: Answer, what: string): Answer {
 export class Floor {
   private readonly run = randomUUID().slice(0, 8);
   private next = 0;
+  private conditions: Record<string, unknown>[] = [];
 
   private constructor(
     private readonly target: FloorTarget,
@@ -124,6 +125,17 @@ export class Floor {
 
   static async start(target: FloorTarget): Promise<Floor> {
     return new Floor(target, await FloorKubeClient.from(target.kubeConfig));
+  }
+
+  /**
+   * Gives the floor's DVM a status like a migration's (unmeasured), so the floor reads and writes objects
+   * of the size a transition does: its GET returns that status, and each PATCH changes what a transition
+   * changes (the description and the conditions, which a merge patch replaces whole).
+   */
+  async useStatus(status: { conditions?: unknown[] } & Record<string, unknown>): Promise<void> {
+    const path = resourcePath(DVM_API_VERSION, DVM_PLURAL, this.target.namespace, this.target.name, "status");
+    ok(await this.kube.request("PATCH", path, { status }), "PATCH status");
+    this.conditions = (status.conditions ?? []) as Record<string, unknown>[];
   }
 
   async sample(): Promise<FloorSample> {
@@ -162,7 +174,10 @@ export class Floor {
     ok(
       await this.kube.request("PATCH", `${path}/status`, {
         metadata: { resourceVersion: dvm.metadata.resourceVersion },
-        status: { phaseDescription: `floor sample ${i}` },
+        status: {
+          phaseDescription: `floor sample ${i}`,
+          conditions: this.conditions.map((condition, k) => (k === 0 ? { ...condition, message: `floor sample ${i}` } : condition)),
+        },
       }),
       "PATCH status",
     );

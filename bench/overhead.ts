@@ -4,7 +4,8 @@
  * faults, one delivery loop per DVM, requeue delays capped at 200 ms as in the chaos harness), one DVM at
  * a time; the overhead of an invocation that advanced a DVM is its wall time minus the time spent in the
  * phase body. The floor (bench/floor.ts): the four requests a transition needs, in a row, with no logic,
- * against the same API server and DynamoDB, as many samples as our transitions, taken after each
+ * against the same API server and DynamoDB, on a DVM whose status is a finished migration's (so both
+ * sides read and write objects of one size), as many samples as our transitions, taken after each
  * migration. It also counts the requests each advancing invocation made outside its body.
  *
  *   npx tsx bench/overhead.ts                                   # 200 transitions
@@ -16,6 +17,7 @@ import type { ClientRequest } from "node:http";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { ITINERARIES } from "../src/dvm/itinerary";
+import { KubeDvmStore } from "../src/kube/dvmStore";
 import type { ReconcileRequest } from "../src/runner/request";
 import { distribution, prepareMigrations, startEnvironment } from "../test/chaos/harness";
 import { createMigrations, type StartedMigration } from "../test/chaos/harness/fixture";
@@ -172,6 +174,9 @@ export async function runOverheadBench(options: OverheadBenchOptions = {}): Prom
 
     // Unmeasured: JIT, connections and the API servers' caches warm up.
     await drive(runner, started[0]!, deadline, { overheadMs: [], requests: [] });
+    // The floor's DVM gets the status the warm-up migration ended with: both sides move objects of one size.
+    const warmed = await new KubeDvmStore(env.host.kubeConfig).get(started[0]!.namespace, started[0]!.name);
+    await floor.useStatus(warmed?.status ?? {});
     for (let i = 0; i < 30; i++) await floor.sample();
 
     const ours: Driven = { overheadMs: [], requests: [] };

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, fieldIssues } from "../issues";
+import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
 export const DVM_VERSION = "v1alpha1";
@@ -58,6 +59,51 @@ export const MigrationTypeSchema = z.enum(["Stage", "CutOver", "Rollback"]);
 
 export const DEFAULT_BACKOFF_LIMIT = 20;
 
+const quantity = z.string().regex(QUANTITY_PATTERN, 'must be a quantity such as "500m", "2" or "512Mi"');
+const ResourceListSchema = z.object({ cpu: quantity.optional(), memory: quantity.optional() });
+
+/**
+ * One extra rsync long option as a DVM may write it: "--name" or "--name=value", the value printable
+ * ASCII without blanks. Syntax only: which names may be used is the operator's allow-list
+ * (src/dvm/transferPolicy.ts), checked by the migration policy.
+ */
+export const RSYNC_LONG_OPTION_PATTERN = /^--[a-z0-9][a-z0-9-]*(=[\x21-\x7e]+)?$/;
+
+/** How the data moves: rsync's options and the transfer pods' share of the cluster. */
+export const TransferOptionsSchema = z.object({
+  /** rsync --bwlimit of each client pod, in KiB/s (rsync's unit). Unset: the operator's limit, if any. */
+  bandwidthLimitKiBPerSecond: z.number().int().min(1).max(2_147_483_647).optional(),
+  /** --delete: files gone from the source are removed at the destination. */
+  delete: z.boolean().optional(),
+  /** --partial: a partly sent file is kept so the next attempt resumes it. */
+  partial: z.boolean().optional(),
+  /** --hard-links: hard links arrive as hard links, not as copies. */
+  hardLinks: z.boolean().optional(),
+  /** --checksum for every PVC whose own `verify` is unset. */
+  verify: z.boolean().optional(),
+  /** Further long options, each on the operator's allow-list. */
+  extraOptions: z
+    .array(z.string().max(256).regex(RSYNC_LONG_OPTION_PATTERN, 'must be one rsync long option, "--name" or "--name=value", without blanks'))
+    .max(32)
+    .optional(),
+  /** How many PVCs are transferred at once (client pods alive at the same time). */
+  maxConcurrentVolumes: z.number().int().min(1).max(1000).optional(),
+  /** Requests and limits of the rsync containers (client and server); replace the defaults when set. */
+  resources: z
+    .object({ requests: ResourceListSchema.optional(), limits: ResourceListSchema.optional() })
+    .superRefine((resources, ctx) => {
+      for (const name of ["cpu", "memory"] as const) {
+        const request = resources.requests?.[name];
+        const limit = resources.limits?.[name];
+        if (request === undefined || limit === undefined) continue;
+        if (quantityValue(request)! > quantityValue(limit)!)
+          ctx.addIssue({ code: "custom", path: ["requests", name], message: `must not exceed limits.${name} (${limit})` });
+      }
+    })
+    .optional(),
+});
+export type TransferOptions = z.infer<typeof TransferOptionsSchema>;
+
 export const DvmSpecSchema = z.object({
   sourceCluster: ClusterRefSchema.optional(),
   destinationCluster: ClusterRefSchema.optional(),
@@ -89,6 +135,8 @@ export const DvmSpecSchema = z.object({
     .optional(),
   /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
   transferPodAnnotations: z.record(z.string(), z.string()).optional(),
+  /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
+  transfer: TransferOptionsSchema.optional(),
 });
 export type DvmSpec = z.infer<typeof DvmSpecSchema>;
 

@@ -5,6 +5,7 @@
  * repeated body after a crash decides the same thing and adopts what exists: no generateName.
  */
 import { CONDITION, type ConditionInput } from "../dvm/conditions";
+import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject } from "../kube/objects";
 import { parseRsyncProgress, type RsyncProgress, rsyncClientPod } from "../transfer";
@@ -23,12 +24,14 @@ export const RSYNC_VANISHED_EXIT_CODE = 24;
 /** Enough of the log to count the "file has vanished" lines of a large volume. */
 const VANISHED_LOG_LINES = 10_000;
 
-type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown";
+/** "queued": no client pod yet, because spec.transfer.maxConcurrentVolumes others are in flight. */
+type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown" | "queued";
 
 interface VolumeReport {
   pair: VolumePair;
   attempt: number;
   state: VolumeState;
+  /** The newest client pod; "" while queued. */
   pod: string;
   progress?: RsyncProgress;
   error?: string;
@@ -39,6 +42,18 @@ interface VolumeReport {
 export function backOffLimit(ctx: Pick<PhaseContext, "spec">): number {
   // 0 means unset, as upstream.
   return ctx.spec.backOffLimit || DEFAULT_BACKOFF_LIMIT;
+}
+
+/** rsync's options for one volume: the DVM's transfer settings, and the volume's own verify. */
+export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePair, "verify">) {
+  return {
+    verify: pair.verify ?? transfer.verify,
+    delete: transfer.delete,
+    partial: transfer.partial,
+    hardLinks: transfer.hardLinks,
+    ...(transfer.bandwidthLimitKiBPerSecond !== undefined ? { bwlimitKiB: transfer.bandwidthLimitKiBPerSecond } : {}),
+    extras: transfer.extraOptions,
+  };
 }
 
 export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
@@ -54,7 +69,8 @@ export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: numbe
     sourcePvc: pair.from,
     destinationPvc: pair.to,
     user: RSYNC_USER,
-    rsync: { verify: pair.verify },
+    ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
+    rsync: rsyncOptionsFor(ctx.transfer, pair),
   });
 }
 
@@ -100,19 +116,24 @@ async function readProgress(ctx: PhaseContext, pod: PodObject, tailLines = LOG_T
   }
 }
 
-async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): Promise<VolumeReport> {
-  const { source } = ctx.clusters;
-  const pods = await source.list<PodObject>(KINDS.Pod, pair.from.namespace, {
+function clientPodsOf(ctx: PhaseContext, pair: VolumePair): Promise<PodObject[]> {
+  return ctx.clusters.source.list<PodObject>(KINDS.Pod, pair.from.namespace, {
     [LABEL.dvmUid]: ctx.dvm.uid,
     [LABEL.volume]: pair.id,
     [LABEL.role]: CLIENT_ROLE,
   });
-  const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0];
-  if (!latest || attemptOf(latest) === 0) {
-    const pod = clientPodFor(ctx, pair, 1);
-    await source.ensure(pod);
-    return { pair, attempt: 1, state: "pending", pod: pod.metadata.name };
-  }
+}
+
+async function startVolume(ctx: PhaseContext, pair: VolumePair): Promise<VolumeReport> {
+  const pod = clientPodFor(ctx, pair, 1);
+  await ctx.clusters.source.ensure(pod);
+  return { pair, attempt: 1, state: "pending", pod: pod.metadata.name };
+}
+
+/** The volume's transfer so far, from its client pods (at least one, with an attempt label). */
+async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, pods: PodObject[]): Promise<VolumeReport> {
+  const { source } = ctx.clusters;
+  const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0]!;
   const attempt = attemptOf(latest);
   const report = { pair, attempt, pod: latest.metadata.name };
   switch (latest.status?.phase) {
@@ -217,7 +238,7 @@ async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<
     await ctx.clusters.host.patchStatus(
       { ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: progressName(ctx.dvm, report.pair) },
       {
-        podName: report.pod,
+        ...(report.pod ? { podName: report.pod } : {}),
         podNamespace: report.pair.from.namespace,
         attempt: report.attempt,
         phase: report.state,
@@ -232,14 +253,35 @@ async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<
   }
 }
 
-export const runRsyncOperations: PhaseBody = async (ctx) => {
+const holdsSlot = (report: VolumeReport) => report.state === "running" || report.state === "pending" || report.state === "unknown";
+
+/**
+ * Every volume's report, in spec order. Volumes that already have a client pod are driven first (an
+ * unfinished one holds its slot); then volumes without one start, in spec order, while fewer than
+ * spec.transfer.maxConcurrentVolumes are in flight, and the rest stay queued for a later poll.
+ */
+async function driveVolumes(ctx: PhaseContext): Promise<VolumeReport[]> {
   const limit = backOffLimit(ctx);
   const reports: VolumeReport[] = [];
+  const notStarted: VolumePair[] = [];
   for (const pair of ctx.volumes) {
-    const report = await driveVolume(ctx, pair, limit);
-    await recordProgress(ctx, report);
-    reports.push(report);
+    const pods = await clientPodsOf(ctx, pair);
+    if (pods.some((pod) => attemptOf(pod) > 0)) reports.push(await driveVolume(ctx, pair, limit, pods));
+    else notStarted.push(pair);
   }
+  let inFlight = reports.filter(holdsSlot).length;
+  for (const pair of notStarted) {
+    if (inFlight < ctx.transfer.maxConcurrentVolumes) {
+      reports.push(await startVolume(ctx, pair));
+      inFlight++;
+    } else reports.push({ pair, attempt: 0, state: "queued", pod: "" });
+  }
+  return reports.sort((a, b) => a.pair.index - b.pair.index);
+}
+
+export const runRsyncOperations: PhaseBody = async (ctx) => {
+  const reports = await driveVolumes(ctx);
+  for (const report of reports) await recordProgress(ctx, report);
   const status = statusOf(reports);
   const vanished = vanishedWarning(reports);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
@@ -252,11 +294,16 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
             status: "True",
             category: "Warn",
             reason: "PodStuckInContainerCreating",
-            message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}`,
+            message: `rsync client pods pending for more than 10 minutes: ${open
+              .filter((r) => r.state === "pending")
+              .map((r) => `${r.pair.from.namespace}/${r.pod}`)
+              .join(", ")}`,
           },
         ]
       : [];
-    return wait(`${open.length} of ${reports.length} volumes still transferring`, { status, warnings: vanished ? [...warnings, vanished] : warnings });
+    const queued = open.filter((r) => r.state === "queued").length;
+    const reason = `${open.length - queued} of ${reports.length} volumes transferring${queued > 0 ? `, ${queued} queued (spec.transfer.maxConcurrentVolumes ${ctx.transfer.maxConcurrentVolumes})` : ""}`;
+    return wait(reason, { status, warnings: vanished ? [...warnings, vanished] : warnings });
   }
   const failed = reports.filter((r) => r.state === "failed");
   if (failed.length > 0) {

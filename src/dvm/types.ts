@@ -157,11 +157,41 @@ export type Condition = z.infer<typeof ConditionSchema>;
 export const PvcRefSchema = z.object({ name: z.string(), namespace: z.string() });
 export type PvcRef = z.infer<typeof PvcRefSchema>;
 
-export const RsyncOperationSchema = z.object({
+const bytes = z.number().int().min(0);
+
+/** Bytes, total, percent, rate and time left of one transfer, or of all of a DVM's (src/transfer/figures.ts). */
+export const TransferFiguresSchema = z.object({
+  bytesTransferred: bytes.optional(),
+  totalBytes: bytes.optional(),
+  percent: z.number().min(0).max(100).optional(),
+  bytesPerSecond: z.number().min(0).optional(),
+  secondsLeft: z.number().min(0).optional(),
+  elapsedSeconds: z.number().min(0).optional(),
+});
+
+/** What one PVC's transfer did, from rsync's statistics once it ended. */
+export const VerificationReportSchema = z.object({
+  filesTransferred: bytes,
+  filesSkipped: bytes,
+  filesVanished: bytes,
+  filesFailed: bytes,
+  filesDeleted: bytes,
+  bytesTransferred: bytes,
+  transferredFileSize: bytes,
+  totalFiles: bytes,
+  totalBytes: bytes,
+  checksumVerified: z.boolean(),
+  checksumMismatches: bytes,
+});
+
+export const RsyncOperationSchema = TransferFiguresSchema.extend({
   pvcReference: PvcRefSchema,
   currentAttempt: z.number().int(),
   succeeded: z.boolean().optional(),
   failed: z.boolean().optional(),
+  /** No client pod yet: spec.transfer.maxConcurrentVolumes others are in flight. */
+  queued: z.boolean().optional(),
+  verification: VerificationReportSchema.optional(),
 });
 export type RsyncOperation = z.infer<typeof RsyncOperationSchema>;
 
@@ -192,6 +222,8 @@ export const DvmStatusSchema = z.object({
   pendingPods: z.array(PodProgressSchema).optional(),
   unknownPods: z.array(PodProgressSchema).optional(),
   skippedVolumes: z.array(z.string()).optional(),
+  /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
+  progress: TransferFiguresSchema.optional(),
 });
 export type DvmStatus = z.infer<typeof DvmStatusSchema>;
 

@@ -8,7 +8,16 @@ import { CONDITION, type ConditionInput } from "../dvm/conditions";
 import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject } from "../kube/objects";
-import { parseRsyncProgress, type RsyncProgress, rsyncClientPod } from "../transfer";
+import {
+  liveFigures,
+  parseRsyncProgress,
+  type RsyncProgress,
+  rsyncClientPod,
+  type TransferFigures,
+  totalFigures,
+  type VerificationReport,
+  verificationReport,
+} from "../transfer";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
@@ -21,8 +30,11 @@ const PENDING_WARN_AFTER_MS = 10 * 60_000;
 const LOG_TAIL_LINES = 20;
 /** rsync's "partial transfer due to vanished source files": everything that still existed was copied. */
 export const RSYNC_VANISHED_EXIT_CODE = 24;
-/** Enough of the log to count the "file has vanished" lines of a large volume. */
-const VANISHED_LOG_LINES = 10_000;
+/**
+ * Enough of a finished attempt's log for rsync's statistics and its error lines (stderr, which the client
+ * script prints last), e.g. the "file has vanished" lines of a large volume.
+ */
+const FINISHED_LOG_LINES = 10_000;
 
 /** "queued": no client pod yet, because spec.transfer.maxConcurrentVolumes others are in flight. */
 type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown" | "queued";
@@ -34,6 +46,10 @@ interface VolumeReport {
   /** The newest client pod; "" while queued. */
   pod: string;
   progress?: RsyncProgress;
+  /** Bytes, total, percent, rate, time left (src/transfer/figures.ts). */
+  figures?: TransferFigures;
+  /** Once the attempt ended: what rsync sent, skipped, lost and failed. */
+  verification?: VerificationReport;
   error?: string;
   /** The transfer ended with exit code 24: files vanished; how many, when rsync's output says. */
   vanished?: { count: number | undefined };
@@ -136,13 +152,29 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
   const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0]!;
   const attempt = attemptOf(latest);
   const report = { pair, attempt, pod: latest.metadata.name };
+  const checksum = rsyncOptionsFor(ctx.transfer, pair).verify;
   switch (latest.status?.phase) {
-    case "Succeeded":
-      return { ...report, state: "succeeded", progress: { ...(await readProgress(ctx, latest)), percent: 100, finished: true } };
+    case "Succeeded": {
+      const recorded = recordedResult(ctx, pair, attempt);
+      if (recorded) return { ...report, state: "succeeded", progress: { percent: 100, finished: true }, ...recorded };
+      const progress: RsyncProgress = { ...(await readProgress(ctx, latest, FINISHED_LOG_LINES)), percent: 100, finished: true };
+      return { ...report, state: "succeeded", progress, ...endOf(progress, checksum) };
+    }
     case "Failed": {
-      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest);
+      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest, checksum);
       const error = terminationMessage(latest);
-      if (attempt >= limit) return { ...report, state: "failed", error };
+      const progress = await readProgress(ctx, latest, FINISHED_LOG_LINES);
+      const ended = endOf(progress, checksum);
+      const mismatches = progress?.checksumMismatches ?? 0;
+      // With verification on, content that arrived different from the source is a finding, not a glitch.
+      if (checksum && mismatches > 0)
+        return {
+          ...report,
+          state: "failed",
+          ...ended,
+          error: `${mismatches} file${mismatches === 1 ? "" : "s"} failed rsync's checksum verification: ${error}`,
+        };
+      if (attempt >= limit) return { ...report, state: "failed", ...ended, error };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
       const server = await ensureServerPodRunning(ctx, pair.to.namespace);
@@ -158,7 +190,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
     }
     case "Running": {
       const progress = await readProgress(ctx, latest);
-      return { ...report, state: "running", ...(progress ? { progress } : {}) };
+      return { ...report, state: "running", ...(progress ? { progress, figures: liveFigures(progress) } : {}) };
     }
     case "Pending":
     case undefined:
@@ -168,19 +200,42 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
   }
 }
 
+/** The figures and the verification report of an attempt that ended, from its log. */
+function endOf(progress: RsyncProgress | undefined, checksum: boolean): Pick<VolumeReport, "figures" | "verification"> {
+  const verification = verificationReport(progress, { checksum });
+  return { figures: liveFigures(progress), ...(verification ? { verification } : {}) };
+}
+
+/**
+ * A succeeded attempt's figures and report as an earlier poll recorded them in the status: its log (up
+ * to FINISHED_LOG_LINES) is read once, not on every poll until the last volume is done.
+ */
+function recordedResult(ctx: PhaseContext, pair: VolumePair, attempt: number): Pick<VolumeReport, "figures" | "verification"> | undefined {
+  const op = ctx.status.rsyncOperations?.find((o) => o.pvcReference.namespace === pair.from.namespace && o.pvcReference.name === pair.from.name);
+  if (!op?.succeeded || op.currentAttempt !== attempt || !op.verification) return undefined;
+  const { pvcReference: _ref, currentAttempt: _attempt, succeeded: _succeeded, failed: _failed, queued: _queued, verification, ...figures } = op;
+  return { figures, verification };
+}
+
 /**
  * Exit code 24: files vanished between rsync's file list and their transfer, which is normal on a live
  * volume. Everything that still existed was copied, so the volume succeeded, with a warning that counts
  * the vanished files (from the log, else from the termination message, which holds the log's end).
  */
-async function vanishedReport(ctx: PhaseContext, report: Pick<VolumeReport, "pair" | "attempt" | "pod">, pod: PodObject): Promise<VolumeReport> {
-  const fromLog = await readProgress(ctx, pod, VANISHED_LOG_LINES);
+async function vanishedReport(
+  ctx: PhaseContext,
+  report: Pick<VolumeReport, "pair" | "attempt" | "pod">,
+  pod: PodObject,
+  checksum: boolean,
+): Promise<VolumeReport> {
+  const fromLog = await readProgress(ctx, pod, FINISHED_LOG_LINES);
   const message = rsyncTermination(pod)?.message;
   const fromMessage = message ? parseRsyncProgress(message).vanishedFiles : undefined;
   const counts = [fromLog?.vanishedFiles, fromMessage].filter((n): n is number => n !== undefined);
   const count = counts.length > 0 ? Math.max(...counts) : undefined;
   ctx.log.info("rsync finished with vanished source files", { pvc: formatPvc(report.pair.from), vanished: count ?? "unknown" });
-  return { ...report, state: "succeeded", progress: { ...fromLog, percent: 100, finished: true }, vanished: { count } };
+  const progress: RsyncProgress = { ...fromLog, ...(count !== undefined ? { vanishedFiles: count } : {}), percent: 100, finished: true };
+  return { ...report, state: "succeeded", progress, ...endOf(progress, checksum), vanished: { count } };
 }
 
 /** One Warn condition naming every PVC whose transfer lost files that vanished, with their count. */
@@ -221,6 +276,9 @@ function statusOf(reports: VolumeReport[]): StatusUpdate {
     currentAttempt: r.attempt,
     ...(r.state === "succeeded" ? { succeeded: true } : {}),
     ...(r.state === "failed" ? { failed: true } : {}),
+    ...(r.state === "queued" ? { queued: true } : {}),
+    ...r.figures,
+    ...(r.verification ? { verification: r.verification } : {}),
   }));
   return {
     rsyncOperations,
@@ -229,6 +287,7 @@ function statusOf(reports: VolumeReport[]): StatusUpdate {
     runningPods: list("running"),
     pendingPods: list("pending"),
     unknownPods: list("unknown"),
+    progress: totalFigures(reports.map((r) => ({ ...r.figures, done: r.state === "succeeded" || r.state === "failed" }))),
   };
 }
 
@@ -244,7 +303,8 @@ async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<
         phase: report.state,
         ...(p?.percent !== undefined ? { lastObservedProgressPercent: `${p.percent}%`, totalProgressPercentage: `${p.percent}%` } : {}),
         ...(p?.rate ? { lastObservedTransferRate: p.rate } : {}),
-        ...(p?.bytesTransferred !== undefined ? { bytesTransferred: p.bytesTransferred } : {}),
+        ...report.figures,
+        ...(report.verification ? { verification: report.verification } : {}),
         ...(report.error ? { logMessage: report.error } : {}),
       },
     );

@@ -56,7 +56,7 @@ export interface PhaseContext {
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */
 export type StatusUpdate = Partial<
-  Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">
+  Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress">
 >;
 
 export type PhaseOutcome =

@@ -145,14 +145,15 @@ function defaultsWithin(max: TransferPolicy["maxResources"]): TransferResources 
 }
 
 /** The settings of a DVM that passed transferViolations. */
-export function transferSettingsFor(spec: Pick<DvmSpec, "transfer">, policy: TransferPolicy): TransferSettings {
+export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationType">, policy: TransferPolicy): TransferSettings {
   const options = spec.transfer ?? {};
   const bandwidth = options.bandwidthLimitKiBPerSecond ?? policy.maxBandwidthLimitKiBPerSecond;
   const asked = options.resources && (options.resources.requests || options.resources.limits) ? options.resources : undefined;
   const resources = asked ?? defaultsWithin(policy.maxResources);
   return {
     ...(bandwidth !== undefined ? { bandwidthLimitKiBPerSecond: bandwidth } : {}),
-    delete: options.delete ?? policy.delete,
+    // A CutOver is the final pass: the destination must equal the source (the spec cannot say otherwise).
+    delete: spec.migrationType === "CutOver" ? true : (options.delete ?? policy.delete),
     partial: options.partial ?? policy.partial,
     hardLinks: options.hardLinks ?? policy.hardLinks,
     verify: options.verify ?? policy.verify,

@@ -104,40 +104,50 @@ export const TransferOptionsSchema = z.object({
 });
 export type TransferOptions = z.infer<typeof TransferOptionsSchema>;
 
-export const DvmSpecSchema = z.object({
-  sourceCluster: ClusterRefSchema.optional(),
-  destinationCluster: ClusterRefSchema.optional(),
-  persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1),
-  /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
-  backOffLimit: z.number().int().min(0).optional(),
-  migrationType: MigrationTypeSchema.optional(),
-  deleteProgressReportingCRs: z.boolean().optional(),
-  endpointType: EndpointTypeSchema.optional(),
-  /** Image of the rsync/stunnel transfer pods. */
-  transferImage: z.string().min(1).optional(),
-  /**
-   * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
-   * false: the pods run unprivileged and files belong to the pod's user.
-   */
-  runAsRoot: z.boolean().optional(),
-  /**
-   * The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift
-   * assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally
-   * the application's UID, so its files are readable) or use runAsRoot.
-   */
-  transferIdentity: z
-    .object({
-      runAsUser: z.number().int().min(1).optional(),
-      runAsGroup: z.number().int().min(0).optional(),
-      fsGroup: z.number().int().min(0).optional(),
-      supplementalGroups: z.array(z.number().int().min(0)).optional(),
-    })
-    .optional(),
-  /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
-  transferPodAnnotations: z.record(z.string(), z.string()).optional(),
-  /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
-  transfer: TransferOptionsSchema.optional(),
-});
+export const DvmSpecSchema = z
+  .object({
+    sourceCluster: ClusterRefSchema.optional(),
+    destinationCluster: ClusterRefSchema.optional(),
+    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1),
+    /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
+    backOffLimit: z.number().int().min(0).optional(),
+    migrationType: MigrationTypeSchema.optional(),
+    deleteProgressReportingCRs: z.boolean().optional(),
+    endpointType: EndpointTypeSchema.optional(),
+    /** Image of the rsync/stunnel transfer pods. */
+    transferImage: z.string().min(1).optional(),
+    /**
+     * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
+     * false: the pods run unprivileged and files belong to the pod's user.
+     */
+    runAsRoot: z.boolean().optional(),
+    /**
+     * The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift
+     * assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally
+     * the application's UID, so its files are readable) or use runAsRoot.
+     */
+    transferIdentity: z
+      .object({
+        runAsUser: z.number().int().min(1).optional(),
+        runAsGroup: z.number().int().min(0).optional(),
+        fsGroup: z.number().int().min(0).optional(),
+        supplementalGroups: z.array(z.number().int().min(0)).optional(),
+      })
+      .optional(),
+    /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
+    transferPodAnnotations: z.record(z.string(), z.string()).optional(),
+    /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
+    transfer: TransferOptionsSchema.optional(),
+  })
+  .superRefine((spec, ctx) => {
+    // The cut-over is the last pass: the destination must end up equal to the source, deletions included.
+    if (spec.migrationType === "CutOver" && spec.transfer?.delete === false)
+      ctx.addIssue({
+        code: "custom",
+        path: ["transfer", "delete"],
+        message: "must not be false for a CutOver: the final pass removes what is gone from the source",
+      });
+  });
 export type DvmSpec = z.infer<typeof DvmSpecSchema>;
 
 export const ConditionCategorySchema = z.enum(["Critical", "Error", "Warn", "Required", "Advisory"]);

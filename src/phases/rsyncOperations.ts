@@ -69,6 +69,9 @@ export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePai
     hardLinks: transfer.hardLinks,
     ...(transfer.bandwidthLimitKiBPerSecond !== undefined ? { bwlimitKiB: transfer.bandwidthLimitKiBPerSecond } : {}),
     extras: transfer.extraOptions,
+    // Exact byte counts in rsync's statistics (the verification report and the bytes in the status),
+    // not three significant digits.
+    humanReadable: false,
   };
 }
 

@@ -89,3 +89,52 @@ describe("spec.transfer on the pods", () => {
     expect(rsyncContainer(server).resources).toEqual(resources);
   });
 });
+
+describe("the verification report in RunRsyncOperations", () => {
+  const STATS = [
+    "Number of files: 3 (reg: 2, dir: 1)",
+    "Number of regular files transferred: 2",
+    "Total file size: 2,048 bytes",
+    "Total transferred file size: 2,048 bytes",
+    "Total bytes sent: 2,300",
+    "sent 2,300 bytes  received 40 bytes  4,680.00 bytes/sec",
+    "total size is 2,048  speedup is 0.88",
+  ];
+
+  it("records what the transfer did once it succeeded", async () => {
+    const { ctx, source } = await ready({ persistentVolumeClaims: claims(1) });
+    await runRsyncOperations(ctx);
+    const pod = clientPodName(ctx.dvm, ctx.volumes[0]!, 1);
+    source.logs.set(`shop/${pod}`, ["a", "b", ...STATS].join("\n"));
+    setPhase(source, pod, "Succeeded");
+    const done = await runRsyncOperations(ctx);
+    expect(done.kind === "advance" && done.status?.rsyncOperations?.[0]).toMatchObject({
+      bytesTransferred: 2_300,
+      totalBytes: 2_048,
+      percent: 100,
+      verification: { filesTransferred: 2, filesSkipped: 0, bytesTransferred: 2_300, totalBytes: 2_048, checksumVerified: false, checksumMismatches: 0 },
+    });
+    expect(done.kind === "advance" && done.status?.progress).toMatchObject({ bytesTransferred: 2_300, totalBytes: 2_048, percent: 100 });
+  });
+
+  it("with verification on, fails the PVC on a checksum mismatch instead of retrying", async () => {
+    const { ctx, source } = await ready({ persistentVolumeClaims: claims(1), transfer: { verify: true }, backOffLimit: 5 });
+    await runRsyncOperations(ctx);
+    const pod = clientPodName(ctx.dvm, ctx.volumes[0]!, 1);
+    source.logs.set(
+      `shop/${pod}`,
+      [
+        ...STATS,
+        "ERROR: b failed verification -- update discarded.",
+        "rsync error: some files/attrs were not transferred (see previous errors) (code 23)",
+      ].join("\n"),
+    );
+    source.mutate({ ...KINDS.Pod, namespace: "shop", name: pod }, (p) => {
+      p.status = { phase: "Failed", containerStatuses: [{ name: "rsync", state: { terminated: { exitCode: 23 } } }] };
+    });
+    const failed = await runRsyncOperations(ctx);
+    expect(failed).toMatchObject({ kind: "fail", errors: [expect.stringMatching(/1 file failed rsync's checksum verification/)] });
+    expect(failed.kind === "fail" && failed.status?.rsyncOperations?.[0]?.verification).toMatchObject({ checksumVerified: true, checksumMismatches: 1 });
+    expect(source.totalCreations("Pod")).toBe(1);
+  });
+});

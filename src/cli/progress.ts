@@ -16,6 +16,9 @@ export interface VolumeProgress {
   percent?: number;
   rate?: string;
   bytesTransferred?: number;
+  totalBytes?: number;
+  bytesPerSecond?: number;
+  secondsLeft?: number;
   message?: string;
 }
 
@@ -28,6 +31,9 @@ interface ProgressObject extends KubeObject {
     lastObservedProgressPercent?: unknown;
     lastObservedTransferRate?: unknown;
     bytesTransferred?: unknown;
+    totalBytes?: unknown;
+    bytesPerSecond?: unknown;
+    secondsLeft?: unknown;
     logMessage?: unknown;
   };
 }
@@ -56,7 +62,14 @@ export function volumeProgressOf(raw: KubeObject): VolumeProgress {
   if (percent !== undefined || state === "succeeded") progress.percent = state === "succeeded" ? 100 : percent;
   const rate = text(status.lastObservedTransferRate);
   if (rate) progress.rate = rate;
-  if (typeof status.bytesTransferred === "number") progress.bytesTransferred = status.bytesTransferred;
+  const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined);
+  const figures = {
+    bytesTransferred: count(status.bytesTransferred),
+    totalBytes: count(status.totalBytes),
+    bytesPerSecond: count(status.bytesPerSecond),
+    secondsLeft: count(status.secondsLeft),
+  };
+  for (const [key, value] of Object.entries(figures)) if (value !== undefined) progress[key as keyof typeof figures] = value;
   const message = text(status.logMessage);
   if (message) progress.message = message;
   return progress;

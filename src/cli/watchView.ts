@@ -5,7 +5,8 @@
  */
 import { MultiBar, Presets, type SingleBar } from "cli-progress";
 import { type ItineraryName, type PhaseName, stepOf } from "../dvm/itinerary";
-import type { DirectVolumeMigration } from "../dvm/types";
+import type { DirectVolumeMigration, DvmStatus } from "../dvm/types";
+import { formatBytes, formatRate, formatTimeLeft } from "../report";
 import type { CliOutput } from "./io";
 import type { VolumeProgress } from "./progress";
 import { type MigrationResult, summarizeDvm } from "./summary";
@@ -19,6 +20,8 @@ export interface WatchSnapshot {
   description?: string;
   result: MigrationResult;
   volumes: VolumeProgress[];
+  /** All volumes together (status.progress). */
+  total?: NonNullable<DvmStatus["progress"]>;
   errors: string[];
 }
 
@@ -33,6 +36,7 @@ export function snapshotOf(dvm: DirectVolumeMigration, volumes: VolumeProgress[]
     ...(summary.description ? { description: summary.description } : {}),
     result: summary.result,
     volumes,
+    ...(dvm.status.progress ? { total: dvm.status.progress } : {}),
     errors: summary.errors,
   };
 }
@@ -57,17 +61,35 @@ export function phaseLine(s: WatchSnapshot): string {
   return `${s.step}  ${s.phase}: ${s.description ?? ""}${itinerary}`;
 }
 
+/** "12.0 MiB of 100.0 MiB", "10.0 MiB/s", "0:09 left", each only when known. */
+export function byteFigures(f: { bytesTransferred?: number; totalBytes?: number; bytesPerSecond?: number; secondsLeft?: number }, state?: string): string[] {
+  const open = state === undefined || state === "running";
+  return [
+    f.bytesTransferred !== undefined ? `${formatBytes(f.bytesTransferred)}${f.totalBytes !== undefined ? ` of ${formatBytes(f.totalBytes)}` : ""}` : undefined,
+    f.bytesPerSecond !== undefined && f.bytesPerSecond > 0 ? formatRate(f.bytesPerSecond) : undefined,
+    open && f.secondsLeft !== undefined ? `${formatTimeLeft(f.secondsLeft)} left` : undefined,
+  ].filter((part): part is string => part !== undefined);
+}
+
 export function volumeLine(v: VolumeProgress): string {
+  const figures = byteFigures(v, v.state);
   return [
     v.pvc,
     v.state,
     v.attempt !== undefined ? `attempt ${v.attempt}` : undefined,
     v.percent !== undefined ? `${Math.round(v.percent)}%` : undefined,
-    v.rate,
+    ...(figures.length > 0 ? figures : [v.rate]),
     v.message,
   ]
     .filter(Boolean)
     .join("  ");
+}
+
+/** The line for all volumes together, when the status has one. */
+export function totalLine(s: WatchSnapshot): string | undefined {
+  if (!s.total || s.volumes.length < 2) return undefined;
+  const percent = s.total.percent !== undefined ? `${Math.round(s.total.percent)}%` : undefined;
+  return ["all volumes", percent, ...byteFigures(s.total)].filter(Boolean).join("  ");
 }
 
 export function finalLines(s: WatchSnapshot): string[] {
@@ -78,6 +100,7 @@ export function finalLines(s: WatchSnapshot): string[] {
 /** Timestamped lines, each printed only when it differs from what was printed before. */
 export class PlainWatchView implements WatchView {
   private lastPhase?: string;
+  private lastTotal?: string;
   private readonly lastVolume = new Map<string, string>();
 
   constructor(private readonly out: CliOutput) {}
@@ -95,6 +118,9 @@ export class PlainWatchView implements WatchView {
       if (this.lastVolume.get(volume.pvc) !== text) this.line(s.at, text);
       this.lastVolume.set(volume.pvc, text);
     }
+    const total = totalLine(s);
+    if (total !== undefined && total !== this.lastTotal) this.line(s.at, total);
+    this.lastTotal = total;
   }
 
   note(text: string, at: number): void {
@@ -142,7 +168,7 @@ export class BarWatchView implements WatchView {
       const payload = {
         pvc: volume.pvc.length > PVC_WIDTH ? `…${volume.pvc.slice(-(PVC_WIDTH - 1))}` : volume.pvc.padEnd(PVC_WIDTH),
         state: volume.attempt !== undefined && volume.attempt > 1 ? `${volume.state} (attempt ${volume.attempt})` : volume.state,
-        rate: volume.rate ? ` | ${volume.rate}` : "",
+        rate: byteFigures(volume, volume.state).length > 0 ? ` | ${byteFigures(volume, volume.state).join(" | ")}` : volume.rate ? ` | ${volume.rate}` : "",
       };
       const value = volume.percent ?? 0;
       const bar = this.volumes.get(volume.pvc);

@@ -4,11 +4,13 @@
  * create a DVM can do no more through the controller than they could do themselves.
  *   - Outside an admin namespace a DVM names PVCs (source and target) and kubeconfig Secrets in its own
  *     namespace only, and may not ask for runAsRoot.
- *   - Everywhere, the transfer image is the operator's default or one the operator allowed.
+ *   - Everywhere, the transfer image is the operator's default or one the operator allowed, and
+ *     spec.transfer stays within the operator's transfer policy (src/dvm/transferPolicy.ts).
  * A refusal names the field and the rule; it reads the same whether or not the referenced object exists.
  */
 import { allowList } from "../allowList";
 import { DEFAULT_TRANSFER_IMAGE } from "../transfer/pods";
+import { DEFAULT_TRANSFER_POLICY, type TransferPolicy, transferViolations } from "./transferPolicy";
 import type { DvmSpec } from "./types";
 
 export interface MigrationPolicy {
@@ -18,6 +20,8 @@ export interface MigrationPolicy {
   transferImages: readonly string[];
   /** The image of the transfer pods when the DVM names none. Always allowed. */
   defaultTransferImage: string;
+  /** rsync's options, parallelism and resources: defaults and the bounds a DVM stays within. */
+  transfer: TransferPolicy;
 }
 
 export const DEFAULT_ADMIN_NAMESPACES = ["dvm-system"] as const;
@@ -26,6 +30,7 @@ export const DEFAULT_MIGRATION_POLICY: MigrationPolicy = {
   adminNamespaces: DEFAULT_ADMIN_NAMESPACES,
   transferImages: [],
   defaultTransferImage: DEFAULT_TRANSFER_IMAGE,
+  transfer: DEFAULT_TRANSFER_POLICY,
 };
 
 export interface PolicyViolation {
@@ -59,6 +64,7 @@ export function policyViolations(dvmNamespace: string, spec: DvmSpec, policy: Mi
   if (spec.transferImage !== undefined && !imageAllowed(spec.transferImage, policy)) {
     violations.push({ field: "spec.transferImage", message: "is not in the operator's transfer image allow-list" });
   }
+  violations.push(...transferViolations(spec.transfer, policy.transfer));
   return violations;
 }
 

@@ -7,15 +7,37 @@
  *   DVM_TRANSFER_IMAGES         images a DVM may name in spec.transferImage besides the default. Unset or
  *                               empty: only the default.
  *   DVM_DEFAULT_TRANSFER_IMAGE  pinned by a tag other than "latest" or by a digest. Unset: DEFAULT_TRANSFER_IMAGE.
+ * The transfer policy (src/dvm/transferPolicy.ts; unset: DEFAULT_TRANSFER_POLICY's value):
+ *   DVM_TRANSFER_DELETE, DVM_TRANSFER_PARTIAL, DVM_TRANSFER_HARD_LINKS, DVM_TRANSFER_VERIFY
+ *                               "true" or "false": rsync --delete, --partial, --hard-links, --checksum
+ *                               when a DVM does not say.
+ *   DVM_TRANSFER_MAX_BANDWIDTH_KIB  the highest --bwlimit (KiB/s) a DVM may ask, and its default. Unset: none.
+ *   DVM_TRANSFER_CONCURRENT_VOLUMES, DVM_TRANSFER_MAX_CONCURRENT_VOLUMES
+ *                               volumes moved at once by default (5), and the most a DVM may ask (50).
+ *   DVM_RSYNC_EXTRA_OPTIONS     comma-separated "--name" / "--name=" a DVM may add. Set but empty: none.
+ *   DVM_TRANSFER_MAX_CPU, DVM_TRANSFER_MAX_MEMORY
+ *                               the most any request or limit of a transfer pod's rsync may be. Unset: none.
  */
 import { z } from "zod";
 import { parseAllowList } from "../allowList";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "./policy";
+import { QUANTITY_PATTERN } from "./quantity";
+import { extraOptionEntryProblem, type TransferPolicy } from "./transferPolicy";
 
 export const POLICY_ENV = {
   adminNamespaces: "DVM_ADMIN_NAMESPACES",
   transferImages: "DVM_TRANSFER_IMAGES",
   defaultTransferImage: "DVM_DEFAULT_TRANSFER_IMAGE",
+  transferDelete: "DVM_TRANSFER_DELETE",
+  transferPartial: "DVM_TRANSFER_PARTIAL",
+  transferHardLinks: "DVM_TRANSFER_HARD_LINKS",
+  transferVerify: "DVM_TRANSFER_VERIFY",
+  maxBandwidth: "DVM_TRANSFER_MAX_BANDWIDTH_KIB",
+  concurrentVolumes: "DVM_TRANSFER_CONCURRENT_VOLUMES",
+  maxConcurrentVolumes: "DVM_TRANSFER_MAX_CONCURRENT_VOLUMES",
+  extraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
+  maxCpu: "DVM_TRANSFER_MAX_CPU",
+  maxMemory: "DVM_TRANSFER_MAX_MEMORY",
 } as const;
 
 export class PolicyConfigError extends Error {
@@ -39,6 +61,31 @@ const listOf = (item: z.ZodString) =>
     .transform((text) => [...parseAllowList(text).patterns])
     .pipe(z.array(item));
 
+/** Blank counts as unset, so a deployment can leave a variable empty. */
+const unsetIfBlank = (value: unknown) => (typeof value === "string" ? (value.trim() === "" ? undefined : value.trim()) : value);
+const flag = (fallback: boolean) =>
+  z.preprocess(
+    unsetIfBlank,
+    z
+      .enum(["true", "false"])
+      .default(fallback ? "true" : "false")
+      .transform((v) => v === "true"),
+  );
+const positiveInteger = z.preprocess(
+  unsetIfBlank,
+  z
+    .string()
+    .regex(/^[1-9][0-9]*$/, "must be a positive integer")
+    .transform(Number)
+    .optional(),
+);
+const quantitySetting = z.preprocess(unsetIfBlank, z.string().regex(QUANTITY_PATTERN, 'must be a quantity such as "2" or "4Gi"').optional());
+const extraOptionEntry = z.string().superRefine((entry, ctx) => {
+  const problem = extraOptionEntryProblem(entry);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+const transferDefaults = DEFAULT_MIGRATION_POLICY.transfer;
+
 const EnvSchema = z.object({
   [POLICY_ENV.adminNamespaces]: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
   [POLICY_ENV.transferImages]: listOf(imagePattern).default([]),
@@ -46,7 +93,43 @@ const EnvSchema = z.object({
     (value) => (typeof value === "string" && value.trim() === "" ? undefined : typeof value === "string" ? value.trim() : value),
     imagePattern.refine(isPinnedImage, 'must be pinned: a tag other than "latest", or @sha256:<digest>').default(DEFAULT_MIGRATION_POLICY.defaultTransferImage),
   ),
+  [POLICY_ENV.transferDelete]: flag(transferDefaults.delete),
+  [POLICY_ENV.transferPartial]: flag(transferDefaults.partial),
+  [POLICY_ENV.transferHardLinks]: flag(transferDefaults.hardLinks),
+  [POLICY_ENV.transferVerify]: flag(transferDefaults.verify),
+  [POLICY_ENV.maxBandwidth]: positiveInteger,
+  [POLICY_ENV.concurrentVolumes]: positiveInteger,
+  [POLICY_ENV.maxConcurrentVolumes]: positiveInteger,
+  [POLICY_ENV.extraOptions]: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
+  [POLICY_ENV.maxCpu]: quantitySetting,
+  [POLICY_ENV.maxMemory]: quantitySetting,
 });
+
+function transferPolicyOf(e: z.infer<typeof EnvSchema>): TransferPolicy {
+  const maxConcurrentVolumes = e[POLICY_ENV.maxConcurrentVolumes] ?? transferDefaults.maxConcurrentVolumes;
+  const concurrentVolumes = e[POLICY_ENV.concurrentVolumes] ?? Math.min(transferDefaults.concurrentVolumes, maxConcurrentVolumes);
+  if (concurrentVolumes > maxConcurrentVolumes) {
+    throw new PolicyConfigError(
+      `migration policy: ${POLICY_ENV.concurrentVolumes}: must not exceed ${POLICY_ENV.maxConcurrentVolumes} (${maxConcurrentVolumes})`,
+    );
+  }
+  const maxBandwidth = e[POLICY_ENV.maxBandwidth];
+  const maxCpu = e[POLICY_ENV.maxCpu];
+  const maxMemory = e[POLICY_ENV.maxMemory];
+  return {
+    delete: e[POLICY_ENV.transferDelete],
+    partial: e[POLICY_ENV.transferPartial],
+    hardLinks: e[POLICY_ENV.transferHardLinks],
+    verify: e[POLICY_ENV.transferVerify],
+    ...(maxBandwidth !== undefined ? { maxBandwidthLimitKiBPerSecond: maxBandwidth } : {}),
+    concurrentVolumes,
+    maxConcurrentVolumes,
+    extraOptions: e[POLICY_ENV.extraOptions],
+    ...(maxCpu !== undefined || maxMemory !== undefined
+      ? { maxResources: { ...(maxCpu !== undefined ? { cpu: maxCpu } : {}), ...(maxMemory !== undefined ? { memory: maxMemory } : {}) } }
+      : {}),
+  };
+}
 
 /** Reads the policy from `env`; throws PolicyConfigError naming every bad variable. */
 export function parsePolicyEnv(env: Record<string, string | undefined>): MigrationPolicy {
@@ -60,14 +143,26 @@ export function parsePolicyEnv(env: Record<string, string | undefined>): Migrati
     adminNamespaces: e[POLICY_ENV.adminNamespaces],
     transferImages: e[POLICY_ENV.transferImages],
     defaultTransferImage: e[POLICY_ENV.defaultTransferImage],
+    transfer: transferPolicyOf(e),
   };
 }
 
 /** The environment that makes parsePolicyEnv return `policy` (for a function started with it). */
 export function policyEnv(policy: MigrationPolicy): Record<string, string> {
+  const { transfer } = policy;
   return {
     [POLICY_ENV.adminNamespaces]: policy.adminNamespaces.join(","),
     [POLICY_ENV.transferImages]: policy.transferImages.join(","),
     [POLICY_ENV.defaultTransferImage]: policy.defaultTransferImage,
+    [POLICY_ENV.transferDelete]: String(transfer.delete),
+    [POLICY_ENV.transferPartial]: String(transfer.partial),
+    [POLICY_ENV.transferHardLinks]: String(transfer.hardLinks),
+    [POLICY_ENV.transferVerify]: String(transfer.verify),
+    [POLICY_ENV.concurrentVolumes]: String(transfer.concurrentVolumes),
+    [POLICY_ENV.maxConcurrentVolumes]: String(transfer.maxConcurrentVolumes),
+    [POLICY_ENV.extraOptions]: transfer.extraOptions.join(","),
+    ...(transfer.maxBandwidthLimitKiBPerSecond !== undefined ? { [POLICY_ENV.maxBandwidth]: String(transfer.maxBandwidthLimitKiBPerSecond) } : {}),
+    ...(transfer.maxResources?.cpu !== undefined ? { [POLICY_ENV.maxCpu]: transfer.maxResources.cpu } : {}),
+    ...(transfer.maxResources?.memory !== undefined ? { [POLICY_ENV.maxMemory]: transfer.maxResources.memory } : {}),
   };
 }

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, fieldIssues } from "../issues";
+import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
 export const DVM_VERSION = "v1alpha1";
@@ -58,38 +59,100 @@ export const MigrationTypeSchema = z.enum(["Stage", "CutOver", "Rollback"]);
 
 export const DEFAULT_BACKOFF_LIMIT = 20;
 
-export const DvmSpecSchema = z.object({
-  sourceCluster: ClusterRefSchema.optional(),
-  destinationCluster: ClusterRefSchema.optional(),
-  persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1),
-  /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
-  backOffLimit: z.number().int().min(0).optional(),
-  migrationType: MigrationTypeSchema.optional(),
-  deleteProgressReportingCRs: z.boolean().optional(),
-  endpointType: EndpointTypeSchema.optional(),
-  /** Image of the rsync/stunnel transfer pods. */
-  transferImage: z.string().min(1).optional(),
-  /**
-   * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
-   * false: the pods run unprivileged and files belong to the pod's user.
-   */
-  runAsRoot: z.boolean().optional(),
-  /**
-   * The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift
-   * assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally
-   * the application's UID, so its files are readable) or use runAsRoot.
-   */
-  transferIdentity: z
-    .object({
-      runAsUser: z.number().int().min(1).optional(),
-      runAsGroup: z.number().int().min(0).optional(),
-      fsGroup: z.number().int().min(0).optional(),
-      supplementalGroups: z.array(z.number().int().min(0)).optional(),
+const quantity = z.string().regex(QUANTITY_PATTERN, 'must be a quantity such as "500m", "2" or "512Mi"');
+const ResourceListSchema = z.object({ cpu: quantity.optional(), memory: quantity.optional() });
+
+/**
+ * One extra rsync long option as a DVM may write it: "--name" or "--name=value", the value printable
+ * ASCII without blanks. Syntax only: which names may be used is the operator's allow-list
+ * (src/dvm/transferPolicy.ts), checked by the migration policy.
+ */
+export const RSYNC_LONG_OPTION_PATTERN = /^--[a-z0-9][a-z0-9-]*(=[\x21-\x7e]+)?$/;
+
+/** How the data moves: rsync's options and the transfer pods' share of the cluster. */
+export const TransferOptionsSchema = z.object({
+  /** rsync --bwlimit of each client pod, in KiB/s (rsync's unit). Unset: the operator's limit, if any. */
+  bandwidthLimitKiBPerSecond: z.number().int().min(1).max(2_147_483_647).optional(),
+  /** --delete: files gone from the source are removed at the destination. */
+  delete: z.boolean().optional(),
+  /** --partial: a partly sent file is kept so the next attempt resumes it. */
+  partial: z.boolean().optional(),
+  /** --hard-links: hard links arrive as hard links, not as copies. */
+  hardLinks: z.boolean().optional(),
+  /** --checksum for every PVC whose own `verify` is unset. */
+  verify: z.boolean().optional(),
+  /** Further long options, each on the operator's allow-list. */
+  extraOptions: z
+    .array(z.string().max(256).regex(RSYNC_LONG_OPTION_PATTERN, 'must be one rsync long option, "--name" or "--name=value", without blanks'))
+    .max(32)
+    .optional(),
+  /** How many PVCs are transferred at once (client pods alive at the same time). */
+  maxConcurrentVolumes: z.number().int().min(1).max(1000).optional(),
+  /** Requests and limits of the rsync containers (client and server); replace the defaults when set. */
+  resources: z
+    .object({ requests: ResourceListSchema.optional(), limits: ResourceListSchema.optional() })
+    .superRefine((resources, ctx) => {
+      for (const name of ["cpu", "memory"] as const) {
+        const request = resources.requests?.[name];
+        const limit = resources.limits?.[name];
+        if (request === undefined || limit === undefined) continue;
+        if (quantityValue(request)! > quantityValue(limit)!)
+          ctx.addIssue({ code: "custom", path: ["requests", name], message: `must not exceed limits.${name} (${limit})` });
+      }
     })
     .optional(),
-  /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
-  transferPodAnnotations: z.record(z.string(), z.string()).optional(),
 });
+export type TransferOptions = z.infer<typeof TransferOptionsSchema>;
+
+export const DvmSpecSchema = z
+  .object({
+    sourceCluster: ClusterRefSchema.optional(),
+    destinationCluster: ClusterRefSchema.optional(),
+    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1),
+    /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
+    backOffLimit: z.number().int().min(0).optional(),
+    migrationType: MigrationTypeSchema.optional(),
+    deleteProgressReportingCRs: z.boolean().optional(),
+    endpointType: EndpointTypeSchema.optional(),
+    /** Image of the rsync/stunnel transfer pods. */
+    transferImage: z.string().min(1).optional(),
+    /**
+     * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
+     * false: the pods run unprivileged and files belong to the pod's user.
+     */
+    runAsRoot: z.boolean().optional(),
+    /**
+     * The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift
+     * assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally
+     * the application's UID, so its files are readable) or use runAsRoot.
+     */
+    transferIdentity: z
+      .object({
+        runAsUser: z.number().int().min(1).optional(),
+        runAsGroup: z.number().int().min(0).optional(),
+        fsGroup: z.number().int().min(0).optional(),
+        supplementalGroups: z.array(z.number().int().min(0)).optional(),
+      })
+      .optional(),
+    /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
+    transferPodAnnotations: z.record(z.string(), z.string()).optional(),
+    /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
+    transfer: TransferOptionsSchema.optional(),
+    /**
+     * Size each new destination PVC from its source's measured usage plus headroomPercent, instead of the
+     * source's capacity (the decision is recorded in status.targetSizes).
+     */
+    rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
+  })
+  .superRefine((spec, ctx) => {
+    // The cut-over is the last pass: the destination must end up equal to the source, deletions included.
+    if (spec.migrationType === "CutOver" && spec.transfer?.delete === false)
+      ctx.addIssue({
+        code: "custom",
+        path: ["transfer", "delete"],
+        message: "must not be false for a CutOver: the final pass removes what is gone from the source",
+      });
+  });
 export type DvmSpec = z.infer<typeof DvmSpecSchema>;
 
 export const ConditionCategorySchema = z.enum(["Critical", "Error", "Warn", "Required", "Advisory"]);
@@ -109,13 +172,57 @@ export type Condition = z.infer<typeof ConditionSchema>;
 export const PvcRefSchema = z.object({ name: z.string(), namespace: z.string() });
 export type PvcRef = z.infer<typeof PvcRefSchema>;
 
-export const RsyncOperationSchema = z.object({
+const bytes = z.number().int().min(0);
+
+/** Bytes, total, percent, rate and time left of one transfer, or of all of a DVM's (src/transfer/figures.ts). */
+export const TransferFiguresSchema = z.object({
+  bytesTransferred: bytes.optional(),
+  totalBytes: bytes.optional(),
+  percent: z.number().min(0).max(100).optional(),
+  bytesPerSecond: z.number().min(0).optional(),
+  secondsLeft: z.number().min(0).optional(),
+  elapsedSeconds: z.number().min(0).optional(),
+});
+
+/** What one PVC's transfer did, from rsync's statistics once it ended. */
+export const VerificationReportSchema = z.object({
+  filesTransferred: bytes,
+  filesSkipped: bytes,
+  filesVanished: bytes,
+  filesFailed: bytes,
+  filesDeleted: bytes,
+  bytesTransferred: bytes,
+  transferredFileSize: bytes,
+  totalFiles: bytes,
+  totalBytes: bytes,
+  checksumVerified: z.boolean(),
+  checksumMismatches: bytes,
+});
+
+export const RsyncOperationSchema = TransferFiguresSchema.extend({
   pvcReference: PvcRefSchema,
   currentAttempt: z.number().int(),
   succeeded: z.boolean().optional(),
   failed: z.boolean().optional(),
+  /** No client pod yet: spec.transfer.maxConcurrentVolumes others are in flight. */
+  queued: z.boolean().optional(),
+  verification: VerificationReportSchema.optional(),
 });
 export type RsyncOperation = z.infer<typeof RsyncOperationSchema>;
+
+/** How a right-sized destination PVC was sized (spec.rightSizeTargets). */
+export const TargetSizeSchema = z.object({
+  /** The destination PVC. */
+  pvcReference: PvcRefSchema,
+  /** The source's files, measured (apparent size). */
+  usedBytes: z.number().int().min(0),
+  headroomPercent: z.number().int().min(0),
+  /** What the destination PVC requests: usedBytes plus the headroom, in whole MiB. */
+  requested: z.string(),
+  /** What the source requested or holds (the size it would have had otherwise). */
+  sourceSize: z.string().optional(),
+});
+export type TargetSize = z.infer<typeof TargetSizeSchema>;
 
 export const PodProgressSchema = z.object({
   name: z.string(),
@@ -144,6 +251,9 @@ export const DvmStatusSchema = z.object({
   pendingPods: z.array(PodProgressSchema).optional(),
   unknownPods: z.array(PodProgressSchema).optional(),
   skippedVolumes: z.array(z.string()).optional(),
+  targetSizes: z.array(TargetSizeSchema).optional(),
+  /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
+  progress: TransferFiguresSchema.optional(),
 });
 export type DvmStatus = z.infer<typeof DvmStatusSchema>;
 

@@ -2,9 +2,11 @@
  * CreateDestinationPVCs: each destination PVC from its source, with the target storage class, access modes
  * and volume mode. An existing PVC is left alone (create-or-adopt), as upstream.
  */
+import type { TargetSize } from "../dvm/types";
 import { KINDS, type PvcObject, refOf } from "../kube/objects";
 import { LABEL, PART_OF } from "./names";
-import { advance, MigrationInputError, type PhaseBody } from "./types";
+import { deleteUsagePod, measureUsage, targetSizeRecord } from "./targetSizing";
+import { advance, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, wait } from "./types";
 import { formatPvc, specField, type VolumePair } from "./volumes";
 
 /** Upstream's sizing rule: the larger of the request and the bound capacity. */
@@ -23,8 +25,8 @@ export function quantityBytes(quantity: string): number {
   return match && factor !== undefined ? Number(match[1]) * factor : NaN;
 }
 
-export function destinationPvc(pair: VolumePair, source: PvcObject, dvmUid: string): PvcObject {
-  const size = requestedSize(source);
+export function destinationPvc(pair: VolumePair, source: PvcObject, dvmUid: string, rightSized?: string): PvcObject {
+  const size = rightSized ?? requestedSize(source);
   return {
     ...KINDS.PersistentVolumeClaim,
     metadata: {
@@ -44,12 +46,42 @@ export function destinationPvc(pair: VolumePair, source: PvcObject, dvmUid: stri
 
 export const createDestinationPVCs: PhaseBody = async (ctx) => {
   const { source, destination } = ctx.clusters;
+  const originals = new Map<VolumePair, PvcObject>();
   for (const pair of ctx.volumes) {
     const original = await source.get<PvcObject>(refOf("PersistentVolumeClaim", pair.from.namespace, pair.from.name));
     if (!original)
       throw new MigrationInputError([`${specField(pair, "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`]);
-    const { created } = await destination.ensure(destinationPvc(pair, original, ctx.dvm.uid));
-    ctx.log.info(created ? "destination PVC created" : "destination PVC exists", { pvc: formatPvc(pair.to) });
+    originals.set(pair, original);
   }
-  return advance();
+  const sized = ctx.spec.rightSizeTargets ? await rightSized(ctx, originals) : { sizes: [] };
+  if ("outcome" in sized) return sized.outcome;
+  for (const pair of ctx.volumes) {
+    const size = sized.sizes.find((s) => s.pvcReference.namespace === pair.to.namespace && s.pvcReference.name === pair.to.name)?.requested;
+    const { created } = await destination.ensure(destinationPvc(pair, originals.get(pair)!, ctx.dvm.uid, size));
+    ctx.log.info(created ? "destination PVC created" : "destination PVC exists", { pvc: formatPvc(pair.to), ...(size ? { size } : {}) });
+    if (ctx.spec.rightSizeTargets) await deleteUsagePod(ctx, pair);
+  }
+  return sized.sizes.length > 0 ? advance({ targetSizes: sized.sizes }) : advance();
 };
+
+/**
+ * The sizes of the destination PVCs that do not exist yet, from their sources' measured usage; or the
+ * outcome to return while a measurement runs (wait) or after one failed (fail). An existing destination
+ * PVC is adopted as it is, without measuring.
+ */
+async function rightSized(ctx: PhaseContext, originals: Map<VolumePair, PvcObject>): Promise<{ sizes: TargetSize[] } | { outcome: PhaseOutcome }> {
+  const headroom = ctx.spec.rightSizeTargets!.headroomPercent;
+  const sizes: TargetSize[] = [];
+  const pending: string[] = [];
+  const failed: string[] = [];
+  for (const [pair, original] of originals) {
+    if (await ctx.clusters.destination.get(refOf("PersistentVolumeClaim", pair.to.namespace, pair.to.name))) continue;
+    const usage = await measureUsage(ctx, pair);
+    if ("usedBytes" in usage) sizes.push(targetSizeRecord(pair, usage.usedBytes, headroom, requestedSize(original)));
+    else if ("pending" in usage) pending.push(`${formatPvc(pair.from)}: ${usage.pending}`);
+    else failed.push(`${specField(pair)}: cannot measure the usage of ${formatPvc(pair.from)} for spec.rightSizeTargets: ${usage.failed}`);
+  }
+  if (failed.length > 0) return { outcome: { kind: "fail", category: "Critical", errors: failed } };
+  if (pending.length > 0) return { outcome: wait(`measuring source usage: ${pending.join(", ")}`, { afterMs: 1_000 }) };
+  return { sizes };
+}

@@ -5,9 +5,19 @@
  * repeated body after a crash decides the same thing and adopts what exists: no generateName.
  */
 import { CONDITION, type ConditionInput } from "../dvm/conditions";
+import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject } from "../kube/objects";
-import { parseRsyncProgress, type RsyncProgress, rsyncClientPod } from "../transfer";
+import {
+  liveFigures,
+  parseRsyncProgress,
+  type RsyncProgress,
+  rsyncClientPod,
+  type TransferFigures,
+  totalFigures,
+  type VerificationReport,
+  verificationReport,
+} from "../transfer";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
@@ -20,17 +30,26 @@ const PENDING_WARN_AFTER_MS = 10 * 60_000;
 const LOG_TAIL_LINES = 20;
 /** rsync's "partial transfer due to vanished source files": everything that still existed was copied. */
 export const RSYNC_VANISHED_EXIT_CODE = 24;
-/** Enough of the log to count the "file has vanished" lines of a large volume. */
-const VANISHED_LOG_LINES = 10_000;
+/**
+ * Enough of a finished attempt's log for rsync's statistics and its error lines (stderr, which the client
+ * script prints last), e.g. the "file has vanished" lines of a large volume.
+ */
+const FINISHED_LOG_LINES = 10_000;
 
-type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown";
+/** "queued": no client pod yet, because spec.transfer.maxConcurrentVolumes others are in flight. */
+type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown" | "queued";
 
 interface VolumeReport {
   pair: VolumePair;
   attempt: number;
   state: VolumeState;
+  /** The newest client pod; "" while queued. */
   pod: string;
   progress?: RsyncProgress;
+  /** Bytes, total, percent, rate, time left (src/transfer/figures.ts). */
+  figures?: TransferFigures;
+  /** Once the attempt ended: what rsync sent, skipped, lost and failed. */
+  verification?: VerificationReport;
   error?: string;
   /** The transfer ended with exit code 24: files vanished; how many, when rsync's output says. */
   vanished?: { count: number | undefined };
@@ -39,6 +58,21 @@ interface VolumeReport {
 export function backOffLimit(ctx: Pick<PhaseContext, "spec">): number {
   // 0 means unset, as upstream.
   return ctx.spec.backOffLimit || DEFAULT_BACKOFF_LIMIT;
+}
+
+/** rsync's options for one volume: the DVM's transfer settings, and the volume's own verify. */
+export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePair, "verify">) {
+  return {
+    verify: pair.verify ?? transfer.verify,
+    delete: transfer.delete,
+    partial: transfer.partial,
+    hardLinks: transfer.hardLinks,
+    ...(transfer.bandwidthLimitKiBPerSecond !== undefined ? { bwlimitKiB: transfer.bandwidthLimitKiBPerSecond } : {}),
+    extras: transfer.extraOptions,
+    // Exact byte counts in rsync's statistics (the verification report and the bytes in the status),
+    // not three significant digits.
+    humanReadable: false,
+  };
 }
 
 export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
@@ -54,7 +88,8 @@ export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: numbe
     sourcePvc: pair.from,
     destinationPvc: pair.to,
     user: RSYNC_USER,
-    rsync: { verify: pair.verify },
+    ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
+    rsync: rsyncOptionsFor(ctx.transfer, pair),
   });
 }
 
@@ -100,28 +135,49 @@ async function readProgress(ctx: PhaseContext, pod: PodObject, tailLines = LOG_T
   }
 }
 
-async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): Promise<VolumeReport> {
-  const { source } = ctx.clusters;
-  const pods = await source.list<PodObject>(KINDS.Pod, pair.from.namespace, {
+function clientPodsOf(ctx: PhaseContext, pair: VolumePair): Promise<PodObject[]> {
+  return ctx.clusters.source.list<PodObject>(KINDS.Pod, pair.from.namespace, {
     [LABEL.dvmUid]: ctx.dvm.uid,
     [LABEL.volume]: pair.id,
     [LABEL.role]: CLIENT_ROLE,
   });
-  const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0];
-  if (!latest || attemptOf(latest) === 0) {
-    const pod = clientPodFor(ctx, pair, 1);
-    await source.ensure(pod);
-    return { pair, attempt: 1, state: "pending", pod: pod.metadata.name };
-  }
+}
+
+async function startVolume(ctx: PhaseContext, pair: VolumePair): Promise<VolumeReport> {
+  const pod = clientPodFor(ctx, pair, 1);
+  await ctx.clusters.source.ensure(pod);
+  return { pair, attempt: 1, state: "pending", pod: pod.metadata.name };
+}
+
+/** The volume's transfer so far, from its client pods (at least one, with an attempt label). */
+async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, pods: PodObject[]): Promise<VolumeReport> {
+  const { source } = ctx.clusters;
+  const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0]!;
   const attempt = attemptOf(latest);
   const report = { pair, attempt, pod: latest.metadata.name };
+  const checksum = rsyncOptionsFor(ctx.transfer, pair).verify;
   switch (latest.status?.phase) {
-    case "Succeeded":
-      return { ...report, state: "succeeded", progress: { ...(await readProgress(ctx, latest)), percent: 100, finished: true } };
+    case "Succeeded": {
+      const recorded = recordedResult(ctx, pair, attempt);
+      if (recorded) return { ...report, state: "succeeded", progress: { percent: 100, finished: true }, ...recorded };
+      const progress: RsyncProgress = { ...(await readProgress(ctx, latest, FINISHED_LOG_LINES)), percent: 100, finished: true };
+      return { ...report, state: "succeeded", progress, ...endOf(progress, checksum) };
+    }
     case "Failed": {
-      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest);
+      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest, checksum);
       const error = terminationMessage(latest);
-      if (attempt >= limit) return { ...report, state: "failed", error };
+      const progress = await readProgress(ctx, latest, FINISHED_LOG_LINES);
+      const ended = endOf(progress, checksum);
+      const mismatches = progress?.checksumMismatches ?? 0;
+      // With verification on, content that arrived different from the source is a finding, not a glitch.
+      if (checksum && mismatches > 0)
+        return {
+          ...report,
+          state: "failed",
+          ...ended,
+          error: `${mismatches} file${mismatches === 1 ? "" : "s"} failed rsync's checksum verification: ${error}`,
+        };
+      if (attempt >= limit) return { ...report, state: "failed", ...ended, error };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
       const server = await ensureServerPodRunning(ctx, pair.to.namespace);
@@ -137,7 +193,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): 
     }
     case "Running": {
       const progress = await readProgress(ctx, latest);
-      return { ...report, state: "running", ...(progress ? { progress } : {}) };
+      return { ...report, state: "running", ...(progress ? { progress, figures: liveFigures(progress) } : {}) };
     }
     case "Pending":
     case undefined:
@@ -147,19 +203,42 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number): 
   }
 }
 
+/** The figures and the verification report of an attempt that ended, from its log. */
+function endOf(progress: RsyncProgress | undefined, checksum: boolean): Pick<VolumeReport, "figures" | "verification"> {
+  const verification = verificationReport(progress, { checksum });
+  return { figures: liveFigures(progress), ...(verification ? { verification } : {}) };
+}
+
+/**
+ * A succeeded attempt's figures and report as an earlier poll recorded them in the status: its log (up
+ * to FINISHED_LOG_LINES) is read once, not on every poll until the last volume is done.
+ */
+function recordedResult(ctx: PhaseContext, pair: VolumePair, attempt: number): Pick<VolumeReport, "figures" | "verification"> | undefined {
+  const op = ctx.status.rsyncOperations?.find((o) => o.pvcReference.namespace === pair.from.namespace && o.pvcReference.name === pair.from.name);
+  if (!op?.succeeded || op.currentAttempt !== attempt || !op.verification) return undefined;
+  const { pvcReference: _ref, currentAttempt: _attempt, succeeded: _succeeded, failed: _failed, queued: _queued, verification, ...figures } = op;
+  return { figures, verification };
+}
+
 /**
  * Exit code 24: files vanished between rsync's file list and their transfer, which is normal on a live
  * volume. Everything that still existed was copied, so the volume succeeded, with a warning that counts
  * the vanished files (from the log, else from the termination message, which holds the log's end).
  */
-async function vanishedReport(ctx: PhaseContext, report: Pick<VolumeReport, "pair" | "attempt" | "pod">, pod: PodObject): Promise<VolumeReport> {
-  const fromLog = await readProgress(ctx, pod, VANISHED_LOG_LINES);
+async function vanishedReport(
+  ctx: PhaseContext,
+  report: Pick<VolumeReport, "pair" | "attempt" | "pod">,
+  pod: PodObject,
+  checksum: boolean,
+): Promise<VolumeReport> {
+  const fromLog = await readProgress(ctx, pod, FINISHED_LOG_LINES);
   const message = rsyncTermination(pod)?.message;
   const fromMessage = message ? parseRsyncProgress(message).vanishedFiles : undefined;
   const counts = [fromLog?.vanishedFiles, fromMessage].filter((n): n is number => n !== undefined);
   const count = counts.length > 0 ? Math.max(...counts) : undefined;
   ctx.log.info("rsync finished with vanished source files", { pvc: formatPvc(report.pair.from), vanished: count ?? "unknown" });
-  return { ...report, state: "succeeded", progress: { ...fromLog, percent: 100, finished: true }, vanished: { count } };
+  const progress: RsyncProgress = { ...fromLog, ...(count !== undefined ? { vanishedFiles: count } : {}), percent: 100, finished: true };
+  return { ...report, state: "succeeded", progress, ...endOf(progress, checksum), vanished: { count } };
 }
 
 /** One Warn condition naming every PVC whose transfer lost files that vanished, with their count. */
@@ -200,6 +279,9 @@ function statusOf(reports: VolumeReport[]): StatusUpdate {
     currentAttempt: r.attempt,
     ...(r.state === "succeeded" ? { succeeded: true } : {}),
     ...(r.state === "failed" ? { failed: true } : {}),
+    ...(r.state === "queued" ? { queued: true } : {}),
+    ...r.figures,
+    ...(r.verification ? { verification: r.verification } : {}),
   }));
   return {
     rsyncOperations,
@@ -208,6 +290,7 @@ function statusOf(reports: VolumeReport[]): StatusUpdate {
     runningPods: list("running"),
     pendingPods: list("pending"),
     unknownPods: list("unknown"),
+    progress: totalFigures(reports.map((r) => ({ ...r.figures, done: r.state === "succeeded" || r.state === "failed" }))),
   };
 }
 
@@ -217,13 +300,14 @@ async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<
     await ctx.clusters.host.patchStatus(
       { ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: progressName(ctx.dvm, report.pair) },
       {
-        podName: report.pod,
+        ...(report.pod ? { podName: report.pod } : {}),
         podNamespace: report.pair.from.namespace,
         attempt: report.attempt,
         phase: report.state,
         ...(p?.percent !== undefined ? { lastObservedProgressPercent: `${p.percent}%`, totalProgressPercentage: `${p.percent}%` } : {}),
         ...(p?.rate ? { lastObservedTransferRate: p.rate } : {}),
-        ...(p?.bytesTransferred !== undefined ? { bytesTransferred: p.bytesTransferred } : {}),
+        ...report.figures,
+        ...(report.verification ? { verification: report.verification } : {}),
         ...(report.error ? { logMessage: report.error } : {}),
       },
     );
@@ -232,14 +316,35 @@ async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<
   }
 }
 
-export const runRsyncOperations: PhaseBody = async (ctx) => {
+const holdsSlot = (report: VolumeReport) => report.state === "running" || report.state === "pending" || report.state === "unknown";
+
+/**
+ * Every volume's report, in spec order. Volumes that already have a client pod are driven first (an
+ * unfinished one holds its slot); then volumes without one start, in spec order, while fewer than
+ * spec.transfer.maxConcurrentVolumes are in flight, and the rest stay queued for a later poll.
+ */
+async function driveVolumes(ctx: PhaseContext): Promise<VolumeReport[]> {
   const limit = backOffLimit(ctx);
   const reports: VolumeReport[] = [];
+  const notStarted: VolumePair[] = [];
   for (const pair of ctx.volumes) {
-    const report = await driveVolume(ctx, pair, limit);
-    await recordProgress(ctx, report);
-    reports.push(report);
+    const pods = await clientPodsOf(ctx, pair);
+    if (pods.some((pod) => attemptOf(pod) > 0)) reports.push(await driveVolume(ctx, pair, limit, pods));
+    else notStarted.push(pair);
   }
+  let inFlight = reports.filter(holdsSlot).length;
+  for (const pair of notStarted) {
+    if (inFlight < ctx.transfer.maxConcurrentVolumes) {
+      reports.push(await startVolume(ctx, pair));
+      inFlight++;
+    } else reports.push({ pair, attempt: 0, state: "queued", pod: "" });
+  }
+  return reports.sort((a, b) => a.pair.index - b.pair.index);
+}
+
+export const runRsyncOperations: PhaseBody = async (ctx) => {
+  const reports = await driveVolumes(ctx);
+  for (const report of reports) await recordProgress(ctx, report);
   const status = statusOf(reports);
   const vanished = vanishedWarning(reports);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
@@ -252,11 +357,16 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
             status: "True",
             category: "Warn",
             reason: "PodStuckInContainerCreating",
-            message: `rsync client pods pending for more than 10 minutes: ${open.map((r) => `${r.pair.from.namespace}/${r.pod}`).join(", ")}`,
+            message: `rsync client pods pending for more than 10 minutes: ${open
+              .filter((r) => r.state === "pending")
+              .map((r) => `${r.pair.from.namespace}/${r.pod}`)
+              .join(", ")}`,
           },
         ]
       : [];
-    return wait(`${open.length} of ${reports.length} volumes still transferring`, { status, warnings: vanished ? [...warnings, vanished] : warnings });
+    const queued = open.filter((r) => r.state === "queued").length;
+    const reason = `${open.length - queued} of ${reports.length} volumes transferring${queued > 0 ? `, ${queued} queued (spec.transfer.maxConcurrentVolumes ${ctx.transfer.maxConcurrentVolumes})` : ""}`;
+    return wait(reason, { status, warnings: vanished ? [...warnings, vanished] : warnings });
   }
   const failed = reports.filter((r) => r.state === "failed");
   if (failed.length > 0) {

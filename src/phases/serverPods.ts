@@ -24,6 +24,7 @@ export function serverPodFor(ctx: PhaseContext, namespace: string) {
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: names.rsyncServerSecret,
     runAsRoot: ctx.spec.runAsRoot ?? false,
+    ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
     pvcs: ctx.volumes.filter((v) => v.to.namespace === namespace).map((v) => v.to),
   });
 }

@@ -4,6 +4,7 @@
  */
 import type { Clock } from "../clock";
 import type { ItineraryName, PhaseName } from "../dvm/itinerary";
+import type { TransferSettings } from "../dvm/transferPolicy";
 import type { Condition, DvmSpec, DvmStatus } from "../dvm/types";
 import type { Cluster } from "../kube/cluster";
 import type { Logger } from "../log";
@@ -40,6 +41,8 @@ export interface PhaseContext {
   volumes: VolumePair[];
   /** The image of the transfer pods, as the operator's migration policy allows (src/dvm/policy.ts). */
   transferImage: string;
+  /** rsync's options, parallelism and resources: spec.transfer within the operator's transfer policy. */
+  transfer: TransferSettings;
   /** The ledger attempt number of this execution (a fencing token; 1 on the first). */
   attempt: number;
   clock: Clock;
@@ -53,7 +56,10 @@ export interface PhaseContext {
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */
 export type StatusUpdate = Partial<
-  Pick<DvmStatus, "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes">
+  Pick<
+    DvmStatus,
+    "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress" | "targetSizes"
+  >
 >;
 
 export type PhaseOutcome =

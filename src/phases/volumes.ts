@@ -18,7 +18,8 @@ export interface VolumePair {
   targetStorageClass: string;
   targetAccessModes: string[];
   targetVolumeMode?: "Filesystem" | "Block";
-  verify: boolean;
+  /** The PVC's own `verify`; unset: spec.transfer.verify, else the operator's default (ctx.transfer.verify). */
+  verify?: boolean;
 }
 
 export function shortHash(text: string, length = 10): string {
@@ -42,7 +43,7 @@ export function volumePairs(spec: DvmSpec, itinerary: ItineraryName): VolumePair
       targetStorageClass: pvc.targetStorageClass,
       targetAccessModes: pvc.targetAccessModes,
       ...(pvc.targetVolumeMode ? { targetVolumeMode: pvc.targetVolumeMode } : {}),
-      verify: pvc.verify ?? false,
+      ...(pvc.verify !== undefined ? { verify: pvc.verify } : {}),
     };
   });
 }

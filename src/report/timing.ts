@@ -31,6 +31,8 @@ export interface TimingRow {
   /** Time spent in repeated executions that have a record; see PhaseExecution. */
   repeatedSeconds: number;
   outcome?: "advanced" | "failed";
+  /** Bytes the phase moved (rsync's own count, summed over the PVCs its recorded status names). */
+  bytesTransferred?: number;
   lastError?: string;
   flags: string[];
   executions: PhaseExecution[];
@@ -50,6 +52,15 @@ export interface TimingReport {
   repeated: { count: number; seconds: number; unplaced: number };
   /** Still running: some entry has no completion yet. */
   running: boolean;
+  /** Bytes moved by all phases (rows' bytesTransferred). */
+  bytesTransferred: number;
+}
+
+/** The bytes of the PVCs a completed phase recorded (RunRsyncOperations' rsyncOperations). */
+function bytesOf(entry: LedgerEntry): number | undefined {
+  const operations = entry.outcome?.statusUpdate?.rsyncOperations;
+  if (!operations?.some((o) => o.bytesTransferred !== undefined)) return undefined;
+  return operations.reduce((sum, o) => sum + (o.bytesTransferred ?? 0), 0);
 }
 
 export interface TimingReportInput {
@@ -131,6 +142,7 @@ function rowOf(phase: PhaseName, generation: number, main: ItineraryName, entry:
     repeatedExecutions: repeated,
     repeatedSeconds: executions.filter((e) => e.repeated).reduce((sum, e) => sum + e.seconds, 0),
     ...(entry.outcome ? { outcome: entry.outcome.result } : {}),
+    ...(bytesOf(entry) !== undefined ? { bytesTransferred: bytesOf(entry)! } : {}),
     ...(entry.lastError !== undefined ? { lastError: entry.lastError } : {}),
     executions,
   };
@@ -188,5 +200,6 @@ export function buildTimingReport(input: TimingReportInput): TimingReport {
       unplaced: finished.reduce((sum, r) => sum + (r.repeatedExecutions - r.executions.filter((e) => e.repeated).length), 0),
     },
     running: entries.some((e) => e.state !== "COMPLETED"),
+    bytesTransferred: finished.reduce((sum, r) => sum + (r.bytesTransferred ?? 0), 0),
   };
 }

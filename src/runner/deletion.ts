@@ -13,6 +13,7 @@
 
 import type { Clock } from "../clock";
 import { DEFAULT_MIGRATION_POLICY } from "../dvm/policy";
+import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
@@ -91,6 +92,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     volumes: volumePairs(parsed.spec, "VolumeMigration"),
     // Cleanup creates no pod: the image is never used.
     transferImage: DEFAULT_MIGRATION_POLICY.defaultTransferImage,
+    transfer: transferSettingsFor(parsed.spec, DEFAULT_MIGRATION_POLICY.transfer),
     attempt: 0,
     clock: deps.clock,
     log: deps.log,

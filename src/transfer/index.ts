@@ -7,6 +7,7 @@
 export * from "./certificates";
 export * from "./configText";
 export * from "./credentials";
+export * from "./figures";
 export * from "./paths";
 export * from "./pods";
 export * from "./progress";

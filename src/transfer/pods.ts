@@ -253,6 +253,44 @@ export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
   });
 }
 
+export interface UsagePodOptions extends Omit<TransferPodOptions, "configSecretName" | "paths" | "stunnelResources"> {
+  /** The PVC to measure, in the pod's namespace. */
+  sourcePvc: PvcRef;
+}
+
+/**
+ * A short pod that mounts a PVC read-only and writes the apparent size of its files (bytes) as its
+ * termination message: what the destination PVC must hold (src/phases/targetSizing.ts). As root (runAsRoot)
+ * it reads every directory with DAC_OVERRIDE only; unprivileged, unreadable directories are not counted.
+ */
+export function usagePod(options: UsagePodOptions): TransferPod {
+  if (options.sourcePvc.namespace !== options.namespace) {
+    throw new TransferConfigError("sourcePvc.namespace", `must be the pod's namespace ${options.namespace}, got ${options.sourcePvc.namespace}`);
+  }
+  const mount = "/mnt/source";
+  const usage: V1Container = {
+    name: "usage",
+    image: options.image ?? DEFAULT_TRANSFER_IMAGE,
+    ...pullPolicy(options),
+    command: [
+      "/bin/sh",
+      "-c",
+      `total=$(du -sx --apparent-size -B1 ${mount} 2>/dev/null | cut -f1); [ -n "$total" ] || exit 1; printf %s "$total" > /dev/termination-log`,
+    ],
+    securityContext: containerSecurity(options.runAsRoot ? ["DAC_OVERRIDE"] : undefined),
+    resources: { requests: { cpu: "50m", memory: "32Mi" } },
+    volumeMounts: [{ name: "source", mountPath: mount, readOnly: true }],
+  };
+  return pod(
+    { ...options, configSecretName: "" },
+    {
+      containers: [usage],
+      restartPolicy: "Never",
+      volumes: [{ name: "source", persistentVolumeClaim: { claimName: options.sourcePvc.name, readOnly: true } }],
+    },
+  );
+}
+
 /** A transfer Secret object for the payload of serverTransferSecretData / clientTransferSecretData. */
 export function transferSecret(options: { name: string; namespace: string; labels?: Record<string, string>; data: Record<string, string> }): TransferSecret {
   return {
@@ -332,6 +370,6 @@ function scratchVolume(): V1Volume {
   return { name: "scratch", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } };
 }
 
-function pullPolicy(options: TransferPodOptions): Pick<V1Container, "imagePullPolicy"> {
+function pullPolicy(options: Pick<TransferPodOptions, "imagePullPolicy">): Pick<V1Container, "imagePullPolicy"> {
   return options.imagePullPolicy ? { imagePullPolicy: options.imagePullPolicy } : {};
 }

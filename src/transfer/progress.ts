@@ -22,10 +22,16 @@ export interface RsyncProgress {
   filesTransferred?: number;
   /** "Number of files" (all types) in the source. */
   totalFiles?: number;
+  /** Its regular files ("reg: N"): with filesTransferred, how many were already up to date (skipped). */
+  regularFiles?: number;
   createdFiles?: number;
   deletedFiles?: number;
   /** "Total file size" of the source. */
   totalFileSize?: number;
+  /** "Total transferred file size": the size of the files that were sent (in part or whole). */
+  transferredFileSize?: number;
+  /** "Total bytes sent": what went over the tunnel, rsync's own count (file data, checksums, file list). */
+  bytesSent?: number;
   /** Bytes sent as new data, and bytes the receiver already had (a resumed partial file shows here). */
   literalBytes?: number;
   matchedBytes?: number;
@@ -33,6 +39,12 @@ export interface RsyncProgress {
   averageBytesPerSecond?: number;
   /** The progress2 time column once finished (rsync then prints elapsed time instead of an estimate). */
   elapsedSeconds?: number;
+  /** The progress2 time column before the end: rsync's estimate of the time left. */
+  secondsLeft?: number;
+  /** Files rsync could not read or write ("rsync: [sender] ... (13)" lines; exit code 23). */
+  fileErrors?: number;
+  /** Files whose content failed rsync's whole-file checksum after the transfer ("ERROR: ... failed verification"). */
+  checksumMismatches?: number;
   /** The closing "total size is ... speedup is ..." line was seen: rsync went through the whole list. */
   finished: boolean;
   /** The last "rsync error: ..." line, if any (e.g. "auth failed ..." or "some files ... (code 23)"). */
@@ -83,9 +95,12 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
       const [, label, value] = stat;
       const n = parseSize(value ?? "", base);
       switch (label) {
-        case "Number of files":
+        case "Number of files": {
           result.totalFiles = n;
+          const regular = /\breg: ([\d.,]*\d[KMGTPEZY]?)/.exec(line);
+          if (regular) result.regularFiles = parseSize(regular[1] ?? "", base);
           break;
+        }
         case "Number of created files":
           result.createdFiles = n;
           break;
@@ -98,6 +113,9 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
         case "Total file size":
           result.totalFileSize = n;
           break;
+        case "Total transferred file size":
+          result.transferredFileSize = n;
+          break;
         case "Literal data":
           result.literalBytes = n;
           break;
@@ -106,6 +124,7 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
           break;
         case "Total bytes sent":
           result.bytesTransferred = n;
+          result.bytesSent = n;
           break;
       }
       continue;
@@ -122,6 +141,14 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
     // rsync names each file that disappeared between the file list and its transfer (a live volume).
     if (/^file has vanished: /.test(line.trim())) {
       result.vanishedFiles = (result.vanishedFiles ?? 0) + 1;
+      continue;
+    }
+    if (/^rsync: \[[a-z]+\] .*\(\d+\)$/.test(line.trim())) {
+      result.fileErrors = (result.fileErrors ?? 0) + 1;
+      continue;
+    }
+    if (/^ERROR: .* failed verification -- update discarded/.test(line.trim())) {
+      result.checksumMismatches = (result.checksumMismatches ?? 0) + 1;
       continue;
     }
     const warning = /^rsync warning: (.*?)(?: \(code (\d+)\))?(?: at \S+)?(?: \[[^\]]*\])?$/.exec(line);
@@ -147,7 +174,7 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
     result.percent = 100;
     // Before the end the time column is an estimate of the time left, not elapsed time.
     if (clockSeconds !== undefined) result.elapsedSeconds = clockSeconds;
-  }
+  } else if (clockSeconds !== undefined) result.secondsLeft = clockSeconds;
   return result;
 }
 
@@ -165,6 +192,7 @@ export function mergeRsyncProgress(earlier: RsyncProgress | undefined, later: Rs
   const percents = [earlier.percent, later.percent].filter((p): p is number => p !== undefined);
   if (percents.length > 0) merged.percent = Math.max(...percents);
   merged.finished = earlier.finished || later.finished;
+  if (merged.finished) delete merged.secondsLeft;
   return merged;
 }
 

@@ -52,9 +52,9 @@ export interface RsyncClientOptions {
   extras?: string[];
 }
 
-// Options that would bypass the tunnel, read secrets from elsewhere, act on the daemon's side, or
-// delete source data. Extras come from configuration, so they are checked rather than trusted.
-const FORBIDDEN_EXTRAS = new Set([
+// Options that would bypass the tunnel, read secrets or files from elsewhere, act on the daemon's side,
+// write outside the module, or delete source data.
+const DANGEROUS_OPTIONS = new Set([
   "--rsh",
   "--rsync-path",
   "--password-file",
@@ -68,13 +68,68 @@ const FORBIDDEN_EXTRAS = new Set([
   "--read-batch",
   "--port",
   "--address",
+  "--sockopts",
   "--files-from",
   "--exclude-from",
   "--include-from",
   "--filter",
   "--server",
   "--sender",
+  "--temp-dir",
+  "--partial-dir",
+  "--backup-dir",
+  "--compare-dest",
+  "--copy-dest",
+  "--link-dest",
+  "--log-file",
+  "--log-file-format",
+  "--early-input",
+  "--copy-devices",
+  "--write-devices",
 ]);
+
+// Options the controller sets itself from the DVM and the operator's policy: an extra must not override
+// them (rsync takes the last of two), or a DVM could lift the operator's bandwidth limit, turn off the
+// statistics the progress and verification reports read, or change what is copied.
+const CONTROLLED_OPTIONS = new Set([
+  "--recursive",
+  "--links",
+  "--perms",
+  "--devices",
+  "--specials",
+  "--times",
+  "--owner",
+  "--group",
+  "--numeric-ids",
+  "--hard-links",
+  "--partial",
+  "--bwlimit",
+  "--human-readable",
+  "--info",
+  "--debug",
+  "--verbose",
+  "--quiet",
+  "--progress",
+  "--stats",
+  "--out-format",
+  "--itemize-changes",
+  "--checksum",
+  "--dry-run",
+  "--list-only",
+  "--archive",
+]);
+
+/**
+ * Why `--name` may never be an extra option, or undefined when it may (the operator's allow-list then
+ * decides). `--no-NAME` and every `--delete…` variant count as the option they switch.
+ */
+export function reservedRsyncOption(name: string): string | undefined {
+  const base = name.startsWith("--no-") ? `--${name.slice("--no-".length)}` : name;
+  if (DANGEROUS_OPTIONS.has(base)) return `${name} could bypass the tunnel, reach other files or change the daemon's side`;
+  if (CONTROLLED_OPTIONS.has(base) || base.startsWith("--delete") || base === "--del")
+    return `${name} is set by the controller from spec.transfer and the operator's policy`;
+  return undefined;
+}
 
 export function rsyncClientArgs(options: RsyncClientOptions): string[] {
   const source = absolutePath("sourcePath", options.sourcePath);
@@ -125,8 +180,8 @@ function checkExtra(index: number, extra: string): string {
   configValue(`extras[${index}]`, extra);
   const match = /^(--[a-z0-9][a-z0-9-]*)(=.*)?$/.exec(extra);
   if (!match) throw new TransferConfigError(`extras[${index}]`, `"${extra}" must be a long option (--name or --name=value)`);
-  const name = match[1] ?? "";
-  if (FORBIDDEN_EXTRAS.has(name)) throw new TransferConfigError(`extras[${index}]`, `${name} is not allowed`);
+  const reserved = reservedRsyncOption(match[1] ?? "");
+  if (reserved) throw new TransferConfigError(`extras[${index}]`, `${reserved}: not allowed as an extra option`);
   return extra;
 }
 

@@ -1,6 +1,7 @@
 /** A PhaseContext over fake clusters, for unit tests of phase decisions. */
 import type { ItineraryName, PhaseName } from "../../src/dvm/itinerary";
-import { DEFAULT_MIGRATION_POLICY, transferImageFor } from "../../src/dvm/policy";
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy, transferImageFor } from "../../src/dvm/policy";
+import { transferSettingsFor } from "../../src/dvm/transferPolicy";
 import { type DvmStatus, parseDvmSpec } from "../../src/dvm/types";
 import { silentLogger } from "../../src/log";
 import type { PhaseContext } from "../../src/phases/types";
@@ -11,8 +12,9 @@ export const TEST_UID = "0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9";
 
 export function fakeContext(
   spec: unknown,
-  options: { itinerary?: ItineraryName; phase?: PhaseName; status?: DvmStatus; sameCluster?: boolean; now?: number } = {},
+  options: { itinerary?: ItineraryName; phase?: PhaseName; status?: DvmStatus; sameCluster?: boolean; now?: number; policy?: MigrationPolicy } = {},
 ) {
+  const policy = options.policy ?? DEFAULT_MIGRATION_POLICY;
   const parsed = parseDvmSpec(spec);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
   const host = new FakeCluster("host");
@@ -28,7 +30,8 @@ export function fakeContext(
     phase: options.phase ?? "Started",
     clusters: { host, source, destination, sameCluster: options.sameCluster ?? false },
     volumes: volumePairs(parsed.spec, itinerary),
-    transferImage: transferImageFor(parsed.spec, DEFAULT_MIGRATION_POLICY),
+    transferImage: transferImageFor(parsed.spec, policy),
+    transfer: transferSettingsFor(parsed.spec, policy.transfer),
     attempt: 1,
     clock: { now: () => now },
     log: silentLogger,

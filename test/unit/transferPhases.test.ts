@@ -107,9 +107,10 @@ describe("RunRsyncOperations", () => {
     const done = await runRsyncOperations(ctx);
     expect(done.kind).toBe("advance");
     expect(done.kind === "advance" && done.status?.rsyncOperations).toEqual([
-      { pvcReference: { namespace: "shop", name: "db" }, currentAttempt: 1, succeeded: true },
-      { pvcReference: { namespace: "shop", name: "media" }, currentAttempt: 1, succeeded: true },
-      { pvcReference: { namespace: "ops", name: "logs" }, currentAttempt: 1, succeeded: true },
+      // No statistics in these logs: the figures are what the progress lines said, at 100%.
+      { pvcReference: { namespace: "shop", name: "db" }, currentAttempt: 1, succeeded: true, bytesTransferred: 1_024_000, percent: 100, secondsLeft: 0 },
+      { pvcReference: { namespace: "shop", name: "media" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
+      { pvcReference: { namespace: "ops", name: "logs" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
     ]);
     expect(source.totalCreations("Pod")).toBe(3);
   });

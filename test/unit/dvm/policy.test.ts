@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../../../src/dvm/policy";
 import { isPinnedImage, POLICY_ENV, PolicyConfigError, parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
+import { DEFAULT_TRANSFER_POLICY } from "../../../src/dvm/transferPolicy";
 import { type DvmSpec, parseDvmSpec } from "../../../src/dvm/types";
 import { DEFAULT_TRANSFER_IMAGE } from "../../../src/transfer/pods";
 
@@ -74,7 +75,12 @@ describe("the migration policy", () => {
 
 describe("the migration policy's configuration", () => {
   it("defaults to dvm-system, no extra image, and a pinned default image", () => {
-    expect(parsePolicyEnv({})).toEqual({ adminNamespaces: ["dvm-system"], transferImages: [], defaultTransferImage: DEFAULT_TRANSFER_IMAGE });
+    expect(parsePolicyEnv({})).toEqual({
+      adminNamespaces: ["dvm-system"],
+      transferImages: [],
+      defaultTransferImage: DEFAULT_TRANSFER_IMAGE,
+      transfer: DEFAULT_TRANSFER_POLICY,
+    });
     expect(isPinnedImage(DEFAULT_TRANSFER_IMAGE)).toBe(true);
   });
 
@@ -89,6 +95,7 @@ describe("the migration policy's configuration", () => {
       adminNamespaces: ["ops", "mig-*"],
       transferImages: ["localhost/dvm-transfer:*"],
       defaultTransferImage: "localhost/dvm-transfer:v1",
+      transfer: DEFAULT_TRANSFER_POLICY,
     });
     expect(parsePolicyEnv(policyEnv(read))).toEqual(read);
     expect(parsePolicyEnv({ [POLICY_ENV.adminNamespaces]: "" }).adminNamespaces).toEqual([]);

@@ -16,9 +16,12 @@ describe("parseRsyncProgress", () => {
       bytesTransferred: 15_490_000,
       filesTransferred: 4,
       totalFiles: 12,
+      regularFiles: 5,
       createdFiles: 11,
       deletedFiles: 0,
       totalFileSize: 15_490_000,
+      transferredFileSize: 15_490_000,
+      bytesSent: 15_490_000,
       literalBytes: 15_490_000,
       matchedBytes: 0,
       averageBytesPerSecond: 30_980_000,
@@ -43,7 +46,14 @@ describe("parseRsyncProgress", () => {
     const head = fixture("progress-bwlimit.txt").split("\n").slice(0, 2).join("\n");
     const midway = head.slice(0, head.indexOf("70%") + 40);
     const p = parseRsyncProgress(midway);
-    expect(p).toEqual({ finished: false, percent: 70, rate: "1000.98kB/s", rateBytesPerSecond: Math.round(1000.98 * 1024), bytesTransferred: 2_130_000 });
+    expect(p).toEqual({
+      finished: false,
+      percent: 70,
+      rate: "1000.98kB/s",
+      rateBytesPerSecond: Math.round(1000.98 * 1024),
+      bytesTransferred: 2_130_000,
+      secondsLeft: 0,
+    });
   });
 
   it("reads upstream-style lines, ir-chk, plain numbers and 1024 units", () => {

@@ -90,6 +90,9 @@ describe("rsyncClientArgs", () => {
     expect(() => rsyncClientArgs({ ...base, preserveOwnership: true, extras: ["--remove-source-files"] })).toThrow(/not allowed/);
     expect(() => rsyncClientArgs({ ...base, preserveOwnership: true, extras: ["--ok", "--rsh=ssh"] })).toThrow(/extras\[1\].*--rsh/);
     expect(() => rsyncClientArgs({ ...base, preserveOwnership: true, extras: ["--password-file=/x"] })).toThrow(/not allowed/);
+    // Nor may an extra override what the controller set (rsync takes the last of two), or switch it off.
+    for (const extra of ["--bwlimit=0", "--info=NONE", "--no-hard-links", "--delete-after", "--checksum", "--log-file=/dev/shm/x", "--temp-dir=/etc"])
+      expect(() => rsyncClientArgs({ ...base, preserveOwnership: true, extras: [extra] })).toThrow(/extras\[0\].*not allowed/);
   });
 });
 

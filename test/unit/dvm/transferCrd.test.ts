@@ -1,0 +1,28 @@
+/** The CRD's spec.transfer and the parser's TransferOptionsSchema describe the same fields and bounds. */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { QUANTITY_PATTERN } from "../../../src/dvm/quantity";
+import { RSYNC_LONG_OPTION_PATTERN, TransferOptionsSchema } from "../../../src/dvm/types";
+
+type Schema = { properties?: Record<string, Schema>; items?: Schema; pattern?: string; minimum?: number; maximum?: number; maxItems?: number };
+const crd = parse(readFileSync(fileURLToPath(new URL("../../../infra/crds/directvolumemigrations.yaml", import.meta.url)), "utf8")) as {
+  spec: { versions: { schema: { openAPIV3Schema: Schema } }[] };
+};
+const transfer = crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.transfer!;
+
+describe("spec.transfer in the CRD", () => {
+  it("has exactly the parser's fields", () => {
+    expect(Object.keys(transfer.properties!).sort()).toEqual(Object.keys(TransferOptionsSchema.shape).sort());
+  });
+
+  it("uses the parser's patterns and bounds", () => {
+    const p = transfer.properties!;
+    expect(p.extraOptions!.items!.pattern).toBe(RSYNC_LONG_OPTION_PATTERN.source);
+    expect(p.extraOptions!.maxItems).toBe(32);
+    for (const kind of ["requests", "limits"])
+      for (const resource of ["cpu", "memory"]) expect(p.resources!.properties![kind]!.properties![resource]!.pattern).toBe(QUANTITY_PATTERN.source);
+    expect([p.bandwidthLimitKiBPerSecond!.minimum, p.maxConcurrentVolumes!.minimum, p.maxConcurrentVolumes!.maximum]).toEqual([1, 1, 1000]);
+  });
+});

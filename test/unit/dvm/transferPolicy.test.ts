@@ -1,0 +1,192 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_MIGRATION_POLICY, policyViolations } from "../../../src/dvm/policy";
+import { parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
+import { quantityValue } from "../../../src/dvm/quantity";
+import { DEFAULT_TRANSFER_POLICY, extraOptionAllowed, type TransferPolicy, transferSettingsFor, transferViolations } from "../../../src/dvm/transferPolicy";
+import { parseDvmSpec } from "../../../src/dvm/types";
+import { rsyncOptionsFor } from "../../../src/phases/rsyncOperations";
+import { rsyncClientArgs } from "../../../src/transfer/rsyncClient";
+
+const pvcs = [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }];
+const specWith = (transfer: unknown) => ({ persistentVolumeClaims: pvcs, transfer });
+const issues = (transfer: unknown) => {
+  const parsed = parseDvmSpec(specWith(transfer));
+  return parsed.ok ? [] : parsed.issues.map((i) => i.field);
+};
+const parsedSpec = (transfer: unknown) => {
+  const parsed = parseDvmSpec(specWith(transfer));
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+  return parsed.spec;
+};
+const operator: TransferPolicy = { ...DEFAULT_TRANSFER_POLICY, maxBandwidthLimitKiBPerSecond: 50_000, maxResources: { cpu: "2", memory: "1Gi" } };
+
+describe("spec.transfer, parsed", () => {
+  it("takes every option", () => {
+    const transfer = {
+      bandwidthLimitKiBPerSecond: 10_240,
+      delete: false,
+      partial: true,
+      hardLinks: false,
+      verify: true,
+      extraOptions: ["--inplace", "--timeout=300"],
+      maxConcurrentVolumes: 3,
+      resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { cpu: "1", memory: "512Mi" } },
+    };
+    expect(parsedSpec(transfer).transfer).toEqual(transfer);
+  });
+
+  it("refuses bad values, naming each field", () => {
+    expect(issues({ bandwidthLimitKiBPerSecond: 0 })).toEqual(["spec.transfer.bandwidthLimitKiBPerSecond"]);
+    expect(issues({ bandwidthLimitKiBPerSecond: 1.5 })).toEqual(["spec.transfer.bandwidthLimitKiBPerSecond"]);
+    expect(issues({ maxConcurrentVolumes: 0 })).toEqual(["spec.transfer.maxConcurrentVolumes"]);
+    expect(issues({ delete: "yes" })).toEqual(["spec.transfer.delete"]);
+    expect(issues({ extraOptions: ["--inplace", "-e ssh"] })).toEqual(["spec.transfer.extraOptions[1]"]);
+    expect(issues({ resources: { limits: { cpu: "lots" } } })).toEqual(["spec.transfer.resources.limits.cpu"]);
+    expect(issues({ resources: { requests: { memory: "2Gi" }, limits: { memory: "1Gi" } } })).toEqual(["spec.transfer.resources.requests.memory"]);
+  });
+
+  it("refuses extra options that would smuggle a second argument or a shell word in", () => {
+    for (const option of ["--compress --rsh=sh", "--exclude=x\n--rsh=sh", "--exclude=a b", "--exclude=\u00e9", "-e", "--", "--=x", "--Rsh=x", "rsync://x"]) {
+      expect({ option, fields: issues({ extraOptions: [option] }) }).toEqual({ option, fields: ["spec.transfer.extraOptions[0]"] });
+    }
+  });
+});
+
+describe("the operator's transfer policy", () => {
+  const violations = (transfer: unknown, policy = operator) => transferViolations(parsedSpec(transfer).transfer, policy).map((v) => v.field);
+
+  it("lets a DVM narrow what the operator allows", () => {
+    expect(
+      violations({
+        bandwidthLimitKiBPerSecond: 10_240,
+        maxConcurrentVolumes: 50,
+        extraOptions: ["--inplace", "--compress-level=3"],
+        resources: { requests: { cpu: "500m" }, limits: { cpu: "2", memory: "1Gi" } },
+      }),
+    ).toEqual([]);
+  });
+
+  it("refuses anything beyond it, naming the field", () => {
+    expect(violations({ bandwidthLimitKiBPerSecond: 60_000 })).toEqual(["spec.transfer.bandwidthLimitKiBPerSecond"]);
+    expect(violations({ maxConcurrentVolumes: 51 })).toEqual(["spec.transfer.maxConcurrentVolumes"]);
+    expect(violations({ resources: { limits: { cpu: "2500m", memory: "2Gi" } } })).toEqual([
+      "spec.transfer.resources.limits.cpu",
+      "spec.transfer.resources.limits.memory",
+    ]);
+    expect(violations({ extraOptions: ["--inplace", "--delete-excluded"] })).toEqual(["spec.transfer.extraOptions[1]"]);
+  });
+
+  it("is checked with the rest of the migration policy", () => {
+    const spec = parsedSpec({ extraOptions: ["--rsh=sh -c 'id>/tmp/x'".replace(/ /g, "")] });
+    expect(policyViolations("dvm-system", spec, DEFAULT_MIGRATION_POLICY).map((v) => v.field)).toEqual(["spec.transfer.extraOptions[0]"]);
+  });
+
+  it("allows an extra option only in its allow-listed form: a flag without a value, a valued option with one", () => {
+    const allowed = ["--inplace", "--timeout="];
+    expect(extraOptionAllowed("--inplace", allowed)).toBe(true);
+    expect(extraOptionAllowed("--timeout=30", allowed)).toBe(true);
+    // A valued option without its value would take the next argument (the controller's own) as its value.
+    expect(extraOptionAllowed("--timeout", allowed)).toBe(false);
+    expect(extraOptionAllowed("--timeout=", allowed)).toBe(false);
+    expect(extraOptionAllowed("--inplace=yes", allowed)).toBe(false);
+    expect(extraOptionAllowed("--compress", allowed)).toBe(false);
+    // Even an operator's list cannot let through what overrides the controller or leaves the tunnel.
+    for (const option of ["--bwlimit=0", "--no-bwlimit", "--rsh=sh", "--info=NONE", "--delete-before", "--no-checksum"]) {
+      expect(extraOptionAllowed(option, [option.split("=")[0]!, `${option.split("=")[0]}=`])).toBe(false);
+    }
+  });
+
+  it("gives a DVM the operator's defaults and caps", () => {
+    const settings = transferSettingsFor(parsedSpec(undefined), operator);
+    expect(settings).toEqual({
+      bandwidthLimitKiBPerSecond: 50_000,
+      delete: true,
+      partial: true,
+      hardLinks: true,
+      verify: false,
+      extraOptions: [],
+      maxConcurrentVolumes: 5,
+    });
+    // The pods' default requests (400m CPU, 512Mi memory) are lowered to a smaller maximum.
+    expect(transferSettingsFor(parsedSpec(undefined), { ...operator, maxResources: { cpu: "200m" } }).resources).toEqual({
+      requests: { cpu: "200m", memory: "512Mi" },
+    });
+    const own = transferSettingsFor(parsedSpec({ bandwidthLimitKiBPerSecond: 100, delete: false, verify: true, maxConcurrentVolumes: 2 }), operator);
+    expect(own).toMatchObject({ bandwidthLimitKiBPerSecond: 100, delete: false, verify: true, maxConcurrentVolumes: 2 });
+  });
+
+  it("reaches rsync's command line, the PVC's own verify first", () => {
+    const settings = transferSettingsFor(parsedSpec({ bandwidthLimitKiBPerSecond: 10_240, hardLinks: false, partial: false, extraOptions: ["--inplace"] }), {
+      ...operator,
+      delete: false,
+      verify: true,
+    });
+    const args = rsyncClientArgs({
+      sourcePath: "/mnt/source",
+      module: "m",
+      user: "dvm",
+      port: 2222,
+      preserveOwnership: false,
+      ...rsyncOptionsFor(settings, { verify: false }),
+    });
+    expect(args).toContain("--bwlimit=10240");
+    expect(args).toContain("--inplace");
+    for (const absent of ["--hard-links", "--partial", "--delete", "--checksum"]) expect(args).not.toContain(absent);
+    expect(rsyncClientArgs({ sourcePath: "/s", module: "m", user: "dvm", port: 1, preserveOwnership: false, ...rsyncOptionsFor(settings, {}) })).toContain(
+      "--checksum",
+    );
+  });
+});
+
+describe("the operator's transfer settings in the environment", () => {
+  it("round-trips through policyEnv", () => {
+    const policy = parsePolicyEnv({
+      DVM_TRANSFER_DELETE: "false",
+      DVM_TRANSFER_VERIFY: "true",
+      DVM_TRANSFER_MAX_BANDWIDTH_KIB: "20480",
+      DVM_TRANSFER_CONCURRENT_VOLUMES: "2",
+      DVM_TRANSFER_MAX_CONCURRENT_VOLUMES: "10",
+      DVM_RSYNC_EXTRA_OPTIONS: "--inplace,--timeout=",
+      DVM_TRANSFER_MAX_CPU: "2",
+      DVM_TRANSFER_MAX_MEMORY: "2Gi",
+    });
+    expect(policy.transfer).toEqual({
+      delete: false,
+      partial: true,
+      hardLinks: true,
+      verify: true,
+      maxBandwidthLimitKiBPerSecond: 20_480,
+      concurrentVolumes: 2,
+      maxConcurrentVolumes: 10,
+      extraOptions: ["--inplace", "--timeout="],
+      maxResources: { cpu: "2", memory: "2Gi" },
+    });
+    expect(parsePolicyEnv(policyEnv(policy))).toEqual(policy);
+    expect(parsePolicyEnv({}).transfer).toEqual(DEFAULT_TRANSFER_POLICY);
+    expect(parsePolicyEnv({ DVM_RSYNC_EXTRA_OPTIONS: "" }).transfer.extraOptions).toEqual([]);
+  });
+
+  it("refuses a bad setting, naming the variable", () => {
+    const bad: [Record<string, string>, RegExp][] = [
+      [{ DVM_TRANSFER_DELETE: "yes" }, /DVM_TRANSFER_DELETE/],
+      [{ DVM_TRANSFER_MAX_BANDWIDTH_KIB: "0" }, /DVM_TRANSFER_MAX_BANDWIDTH_KIB: must be a positive integer/],
+      [{ DVM_TRANSFER_CONCURRENT_VOLUMES: "20", DVM_TRANSFER_MAX_CONCURRENT_VOLUMES: "10" }, /DVM_TRANSFER_CONCURRENT_VOLUMES: must not exceed/],
+      [{ DVM_TRANSFER_MAX_MEMORY: "a lot" }, /DVM_TRANSFER_MAX_MEMORY/],
+      [{ DVM_RSYNC_EXTRA_OPTIONS: "--inplace,--rsh=" }, /DVM_RSYNC_EXTRA_OPTIONS: --rsh could bypass the tunnel/],
+      [{ DVM_RSYNC_EXTRA_OPTIONS: "--bwlimit=" }, /DVM_RSYNC_EXTRA_OPTIONS: --bwlimit is set by the controller/],
+      [{ DVM_RSYNC_EXTRA_OPTIONS: "-z" }, /DVM_RSYNC_EXTRA_OPTIONS: "-z" must be/],
+    ];
+    for (const [env, message] of bad) expect(() => parsePolicyEnv(env)).toThrow(message);
+  });
+});
+
+describe("quantities", () => {
+  it("compares CPU and memory in their own units", () => {
+    expect(quantityValue("500m")).toBe(0.5);
+    expect(quantityValue("2")).toBe(2);
+    expect(quantityValue("512Mi")).toBe(512 * 2 ** 20);
+    expect(quantityValue("1G")).toBe(1e9);
+    expect(quantityValue("1e3")).toBeUndefined();
+    expect(quantityValue("-1")).toBeUndefined();
+  });
+});

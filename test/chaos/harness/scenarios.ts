@@ -82,6 +82,8 @@ export interface ScenarioOptions {
   seed?: number;
   /** A migration not Completed this long after driving started is stuck. Default 120 s. */
   timeoutMs?: number;
+  /** Fields added to every DVM's spec (e.g. transferPodAnnotations for kwok's run time). */
+  spec?: Record<string, unknown>;
   /** Cap on requeue delays (time compression). Default 200 ms. */
   capMs?: number;
   /**
@@ -111,6 +113,12 @@ export interface TargetReport {
   createdByKind: Record<string, number>;
   createdTwice: string[];
   invocations: number;
+  invocationsByKind: Record<string, number>;
+  /** Wall time of all invocations together (reconciles, for the baselines), ms. */
+  invocationMs: number;
+  /** Phase bodies entered, by phase. */
+  executionsByPhase: Record<string, number>;
+  uids: string[];
   /** Phase transitions made (distinct DVM and phase whose body returned an outcome). */
   transitions: number;
   invocationsPerPhase: number;
@@ -173,7 +181,12 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
 
   const runs: TargetRun[] = await Promise.all(
     (options.targets ?? ["ours", "baseline"]).map(async (kind, index) => {
-      const prepared = await prepareMigrations(env, { prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`, count: options.dvms ?? 2, pvcs: options.pvcs ?? 2 });
+      const prepared = await prepareMigrations(env, {
+        prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`,
+        count: options.dvms ?? 2,
+        pvcs: options.pvcs ?? 2,
+        ...(options.spec ? { spec: options.spec } : {}),
+      });
       const tally = new Tally();
       const throttle =
         has("throttle") || has("lostReply")
@@ -304,6 +317,12 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   return { scenario, reports, injected, durationMs: Date.now() - began };
 }
 
+function countBy(values: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}
+
 function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined): number {
   return positionRank(status?.itinerary, status?.phase);
 }
@@ -367,6 +386,10 @@ async function reportFor(
     createdByKind: creations.byKind,
     createdTwice: creations.repeated,
     invocations: invocations.length,
+    invocationsByKind: countBy(invocations.map((i) => i.kind)),
+    invocationMs: invocations.reduce((sum, i) => sum + i.durationMs, 0),
+    executionsByPhase: countBy(bodies.map((b) => b.phase)),
+    uids: [...uids],
     transitions,
     invocationsPerPhase: transitions > 0 ? invocations.length / transitions : 0,
     overheadMs: transitionOverhead(invocations),

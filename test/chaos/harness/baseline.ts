@@ -94,6 +94,8 @@ export interface ControllerOptions {
   replicas: number;
   /** Every watch event delivered 2-3 times (the queue merges them). */
   duplicates: boolean;
+  /** PollReQ, compressed as the harness compresses ours (default upstream's 3 s). */
+  pollMs?: number;
   random: Random;
 }
 
@@ -204,11 +206,13 @@ class ControllerReplica {
   private mergedBefore = 0;
   private listsBefore = 0;
   crashes = 0;
+  private readonly pollMs: number;
 
   constructor(
     private readonly baseline: BaselineController,
     private readonly options: ControllerOptions,
   ) {
+    this.pollMs = options.pollMs ?? POLL_REQ_MS;
     this.store = new KubeDvmStore(options.kubeConfig);
     this.clusters = new UpstreamNaming(new SecretClusterResolver(options.kubeConfig));
   }
@@ -362,10 +366,10 @@ class ControllerReplica {
         }
         if (outcome.kind === "wait") {
           kind = "waiting";
-          return { requeue: "after", ms: POLL_REQ_MS };
+          return { requeue: "after", ms: this.pollMs };
         }
         kind = "advanced";
-        const after = REQUEUE_AFTER_ADVANCE[position.phase] ?? 0;
+        const after = Math.min(REQUEUE_AFTER_ADVANCE[position.phase] ?? 0, this.pollMs);
         return after > 0 ? { requeue: "after", ms: after } : { requeue: "no" };
       });
     } finally {

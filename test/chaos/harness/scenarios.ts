@@ -243,7 +243,16 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       const replicas = has("concurrent") ? 2 : 1;
       const namespace = run.prepared.namespace;
       if (run.target instanceof BaselineController)
-        return [run.target.controllers({ kubeConfig: hostView, namespace, replicas, duplicates: has("duplicates"), random: seededRandom(seed * 19 + i) })];
+        return [
+          run.target.controllers({
+            kubeConfig: hostView,
+            namespace,
+            replicas,
+            duplicates: has("duplicates"),
+            pollMs: capMs,
+            random: seededRandom(seed * 19 + i),
+          }),
+        ];
       if (!has("relay")) return [];
       return [new RelayDriver({ hostKubeConfig: hostView, destination: env.destination.kubeConfig, namespace, deliverer: run.deliverer, replicas, capMs })];
     });

@@ -12,14 +12,14 @@
  *     crane-lib's generateName) guarded by a label lookup, as upstream creates them, so a repeated body
  *     that misses the first one's pod creates a second pod;
  *   - the status is written with a resourceVersion-guarded update; a 409 requeues after 100 ms (FastReQ);
- *     an error requeues rate-limited; after a phase, the requeue upstream's task.go sets (NoReQ for most
- *     phases: the next reconcile comes from the watch event of its own write).
+ *     an error requeues rate-limited; after a phase, an immediate rate-limited requeue as the seed's
+ *     controller did, or the requeue task.go sets at HEAD (RequeuePolicy).
  *
- * Nothing injects stale reads here. They come from the real mechanism of mig-controller#1026: an event
- * that arrives while a reconcile runs (a progress record it created or patched) marks the key dirty, the
- * queue hands it out again the moment the reconcile ends, and that reconcile reads the cache before the
- * watch event of the status write has arrived. Each read is checked against the resourceVersion this
- * replica last wrote, so stale reads are counted, not assumed.
+ * Nothing injects stale reads here, and no watch latency is added. They come from the real mechanism of
+ * mig-controller#1026: the requeue right after the status write (or an event that arrived during the
+ * reconcile and marked the key dirty) reads the cache before the watch event of that write has arrived.
+ * Each read is checked against the resourceVersion this replica last wrote, so stale reads are counted,
+ * not assumed.
  */
 
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -77,6 +77,18 @@ const REQUEUE_AFTER_ADVANCE: Partial<Record<PhaseName, number>> = {
   WaitForRsyncResourcesTerminated: POLL_REQ_MS,
 };
 
+/**
+ * After a phase advanced:
+ *   - "seed": what the controller of the seed's run did (March 2021, before mig-controller#1013, the
+ *     code #1026 was filed against): it "requeued immediately after phases" (Requeue: true, so the work
+ *     queue's rate limiter: 5 ms, 10 ms, ... per key until a result without it forgets the key). That
+ *     requeue can read the cache before the status write's watch event arrived.
+ *   - "head": task.go at HEAD (after #1013): NoReQ after most phases, so the next reconcile normally
+ *     comes from the watch event of its own write; stale reads then need another event during a reconcile.
+ * Waits poll at PollReQ and a Conflict requeues after FastReQ in both.
+ */
+export type RequeuePolicy = "seed" | "head";
+
 /** crane-lib's generateName for rsync client pods. */
 export const UPSTREAM_CLIENT_POD_PREFIX = "rsync-";
 
@@ -96,6 +108,8 @@ export interface ControllerOptions {
   duplicates: boolean;
   /** PollReQ, compressed as the harness compresses ours (default upstream's 3 s). */
   pollMs?: number;
+  /** What a reconcile that advanced asks for (default "seed"; see RequeuePolicy). */
+  requeue?: RequeuePolicy;
   random: Random;
 }
 
@@ -369,6 +383,7 @@ class ControllerReplica {
           return { requeue: "after", ms: this.pollMs };
         }
         kind = "advanced";
+        if ((this.options.requeue ?? "seed") === "seed") return { requeue: "rateLimited" };
         const after = Math.min(REQUEUE_AFTER_ADVANCE[position.phase] ?? 0, this.pollMs);
         return after > 0 ? { requeue: "after", ms: after } : { requeue: "no" };
       });

@@ -17,13 +17,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build } from "esbuild";
-import { type ChaosEnvironment, createMigrations, distribution, Observatory, prepareMigrations, startEnvironment } from "../test/chaos/harness";
+import { type ChaosEnvironment, createMigrations, distribution, Observatory, prepareMigrations } from "../test/chaos/harness";
 import { BaselineController } from "../test/chaos/harness/baseline";
 import type { DvmHistory } from "../test/chaos/harness/observatory";
 import { seededRandom } from "../test/chaos/harness/random";
 import type { FromRelayHost, RelayHostConfig, RelayHostFinal, RelayHostSample, ToRelayHost } from "../test/chaos/harness/relayHost";
 import { type Distribution, summarizeRepeats, Tally, transitionOverhead } from "../test/chaos/harness/tally";
-import { envNumber } from "./env";
+import { envNumber, startBenchEnvironment } from "./env";
 
 export interface ScaleBenchOptions {
   /** Concurrent DVMs. Default 200, or DVM_BENCH_SCALE_DVMS. */
@@ -173,12 +173,15 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
   log(
     `scale bench: ${dvms} DVMs of ${pvcs} PVCs, relay concurrency ${concurrency ?? "default (16)"}; starting two control planes and ${external ?? "DynamoDB Local"}`,
   );
-  const env = await startEnvironment({
-    host: "start",
-    destination: "start",
-    dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
-    dynamoJvmArgs: [],
-  });
+  const env = await startBenchEnvironment(
+    {
+      host: "start",
+      destination: "start",
+      dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
+      dynamoJvmArgs: [],
+    },
+    log,
+  );
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const bundleDir = mkdtempSync(join(tmpdir(), "dvm-scale-relay-"));
   const child = fork(await bundleRelayHost(bundleDir), [], {

@@ -16,11 +16,11 @@
  */
 import { pathToFileURL } from "node:url";
 import { POLL_REQUEUE_MS } from "../src/dvm/itinerary";
-import { Observatory, runScenario, scenarioNamed, startEnvironment, type TargetReport } from "../test/chaos/harness";
+import { Observatory, runScenario, scenarioNamed, type TargetReport } from "../test/chaos/harness";
 import type { DvmHistory } from "../test/chaos/harness/observatory";
 import { TARGET_LABELS } from "../test/chaos/harness/report";
 import type { TargetKind } from "../test/chaos/harness/targets";
-import { envNumber } from "./env";
+import { envNumber, startBenchEnvironment } from "./env";
 
 export interface SeedBenchOptions {
   /** PVCs of the one DVM. Default 3, or DVM_BENCH_SEED_PVCS. */
@@ -83,7 +83,7 @@ export async function runSeedBench(options: SeedBenchOptions = {}): Promise<Seed
   log(
     `seed bench: 1 DVM of ${pvcs} PVCs per target (${targets.join(", ")}), client pods run ${transferSeconds} s, waits polled every ${POLL_REQUEUE_MS / 1000} s`,
   );
-  const env = await startEnvironment({ host: "start", destination: "start", dynamo: "start", dynamoJvmArgs: [] });
+  const env = await startBenchEnvironment({ host: "start", destination: "start", dynamo: "start", dynamoJvmArgs: [] }, log);
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const results: SeedTargetResult[] = [];
   try {

@@ -133,15 +133,15 @@ function countRequests(client: DynamoDBClient) {
 
 /** Nearest-rank percentiles. */
 /**
- * The version of the DynamoDB Local that ran: the Implementation-Version in its jar's manifest (the
- * jar is a zip; unzip reads the one entry).
+ * The version of the DynamoDB Local that ran: the one its jar records (Maven's pom.properties inside
+ * it; the jar is a zip, unzip reads the one entry).
  */
 function dynamoLocalVersion(): string {
   const jar = join(dynamoLocalEmulatorDir(), "DynamoDBLocal.jar");
   try {
-    const manifest = execFileSync("unzip", ["-p", jar, "META-INF/MANIFEST.MF"], { encoding: "utf8" });
-    const version = /^Implementation-Version:\s*(\S+)/m.exec(manifest)?.[1];
-    return version ?? `(no Implementation-Version in ${jar})`;
+    const properties = execFileSync("unzip", ["-p", jar, "META-INF/maven/com/amazonaws/DynamoDBLocal/pom.properties"], { encoding: "utf8" });
+    const version = /^version=\s*(\S+)/m.exec(properties)?.[1];
+    return version ?? `(no version in ${jar}'s pom.properties)`;
   } catch (error) {
     return `(version unreadable from ${jar}: ${error instanceof Error ? error.message.split("\n")[0] : String(error)})`;
   }

@@ -88,11 +88,20 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
         LOG_LEVEL: "warn",
       },
-      stdio: ["ignore", "ignore", "inherit"],
+      stdio: ["ignore", "ignore", "pipe"],
     });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
     const pid = child.pid!;
+    const relay = child;
+    // The relay must still be running when its memory is read: say why it is not.
+    const rss = () => {
+      if (relay.exitCode !== null || relay.signalCode !== null)
+        throw new Error(`the relay exited (code ${relay.exitCode}, signal ${relay.signalCode}) before the measurement: ${stderr.trim() || "(no stderr)"}`);
+      return rssOf(pid);
+    };
     await sleep(3_000);
-    log(`relay memory: the relay alone (bundled src/relay/main.ts under plain node ${process.version}), RSS ${rssOf(pid).toFixed(0)} MiB with no DVM`);
+    log(`relay memory: the relay alone (bundled src/relay/main.ts under plain node ${process.version}), RSS ${rss().toFixed(0)} MiB with no DVM`);
     const custom = kubeConfig.makeApiClient(CustomObjectsApi);
     const spec = { persistentVolumeClaims: [{ name: "data", namespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
     const forwardedDvms = () => new Set(lambda.invocations.map((i) => i.payload.name)).size;
@@ -116,7 +125,7 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
       while (forwardedDvms() < target && Date.now() < deadline) await sleep(500);
       await sleep(SETTLE_MS);
       const forwarded = forwardedDvms();
-      const point = { dvms: target, rssMiB: rssOf(pid), forwarded };
+      const point = { dvms: target, rssMiB: rss(), forwarded };
       points.push(point);
       log(
         `  ${String(target).padStart(5)} live DVMs: relay RSS ${point.rssMiB.toFixed(0)} MiB (${forwarded} DVMs forwarded, ${lambda.invocations.length} invocations)`,

@@ -1,6 +1,6 @@
 /**
- * The relay's own memory, alone in its process: src/relay/main.ts bundled as it is deployed (esbuild,
- * the functions' options) and run by plain node, leader election on, forwarding to a Lambda Invoke
+ * The relay's own memory, alone in its process: the relay image's bundle (infra/relay/build.mjs) run by
+ * plain node, leader election on, forwarding to a Lambda Invoke
  * stand-in (asynchronous invocations, answered at once). DVMs are created in steps (50, 200, 1,000 by
  * default) on a control plane of its own (kube-apiserver + etcd), and once the relay has forwarded each
  * of them and settled, its resident set (VmRSS from /proc) is read: how the relay grows with live DVMs.
@@ -10,12 +10,10 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { type BuildOptions, build } from "esbuild";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
 import { startControlPlane } from "../src/local/controlPlane";
 import { findFreePort } from "../src/local/ports";
@@ -23,8 +21,7 @@ import { mapLimit } from "../test/chaos/harness/fixture";
 import { startLambdaStandIn } from "../test/support/lambdaStandIn";
 
 const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
-const RELAY_MAIN = fileURLToPath(new URL("../src/relay/main.ts", import.meta.url));
-const require = createRequire(import.meta.url);
+const RELAY_BUILD = fileURLToPath(new URL("../infra/relay/build.mjs", import.meta.url));
 const MiB = 1024 * 1024;
 const SETTLE_MS = 5_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -65,14 +62,15 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
   const points: RelayMemoryPoint[] = [];
   let child: ReturnType<typeof spawn> | undefined;
   try {
-    const { esbuildOptions } = require("../infra/serverless/esbuild.cjs") as { esbuildOptions: BuildOptions };
-    await build({ ...esbuildOptions, entryPoints: [RELAY_MAIN], outdir: dir, absWorkingDir: REPO_ROOT, logLevel: "error" });
+    // The relay image's own bundle (infra/relay/build.mjs), so what is measured is what is deployed.
+    const { buildRelay } = (await import(RELAY_BUILD)) as { buildRelay(options: { outfile: string }): Promise<{ outfile: string }> };
+    const { outfile } = await buildRelay({ outfile: join(dir, "relay.mjs") });
     const kubeConfig = plane.kubeConfig();
     const kubeconfigPath = join(dir, "kubeconfig");
     writeFileSync(kubeconfigPath, kubeConfig.exportConfig(), { mode: 0o600 });
     const namespace = "relay-memory";
     await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-    child = spawn(process.execPath, [join(dir, "main.cjs")], {
+    child = spawn(process.execPath, [outfile], {
       cwd: REPO_ROOT,
       env: {
         PATH: process.env.PATH ?? "",
@@ -101,7 +99,9 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
       return rssOf(pid);
     };
     await sleep(3_000);
-    log(`relay memory: the relay alone (bundled src/relay/main.ts under plain node ${process.version}), RSS ${rss().toFixed(0)} MiB with no DVM`);
+    log(
+      `relay memory: the relay alone (the relay image's bundle, infra/relay/build.mjs, under plain node ${process.version}), RSS ${rss().toFixed(0)} MiB with no DVM`,
+    );
     const custom = kubeConfig.makeApiClient(CustomObjectsApi);
     const spec = { persistentVolumeClaims: [{ name: "data", namespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
     const forwardedDvms = () => new Set(lambda.invocations.map((i) => i.payload.name)).size;

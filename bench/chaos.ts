@@ -18,9 +18,8 @@ import {
   SCENARIOS,
   type ScenarioReport,
   scenarioNamed,
-  startEnvironment,
 } from "../test/chaos/harness";
-import { envNumber } from "./env";
+import { envNumber, startBenchEnvironment } from "./env";
 
 export interface ChaosBenchOptions {
   /** Scenario names; default every scenario, or DVM_BENCH_CHAOS_SCENARIOS (comma-separated). */
@@ -61,12 +60,15 @@ export async function runChaosBench(options: ChaosBenchOptions = {}): Promise<Ch
   log(
     `chaos bench: ${scenarios.length} scenarios, ${dvms} DVMs of ${pvcs} PVCs per target; starting two control planes and ${external ? external : "DynamoDB Local"}`,
   );
-  const env = await startEnvironment({
-    host: "start",
-    destination: "start",
-    dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
-    dynamoJvmArgs: [],
-  });
+  const env = await startBenchEnvironment(
+    {
+      host: "start",
+      destination: "start",
+      dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
+      dynamoJvmArgs: [],
+    },
+    log,
+  );
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const reports: ScenarioReport[] = [];
   try {

@@ -6,13 +6,15 @@
  *   npx tsx bench/ledger.ts [phases]
  */
 
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EXECUTABLE_PHASES } from "../src/dvm/itinerary";
 import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/ledger";
-import { type DynamoLocal, startDynamoLocal } from "../src/local/dynamoLocal";
+import { type DynamoLocal, dynamoLocalEmulatorDir, startDynamoLocal } from "../src/local/dynamoLocal";
 
 export interface LedgerBenchOptions {
   /** Measured phases. Default 1,000. */
@@ -90,7 +92,7 @@ export async function runLedgerBench(options: LedgerBenchOptions = {}): Promise<
     const total = Object.values(byCommand).reduce((a, b) => a + b, 0);
     const writes = Object.entries(byCommand).reduce((a, [name, count]) => a + (WRITE_COMMANDS.has(name) ? count : 0), 0);
     const result: LedgerBenchResult = {
-      backend: local ? "DynamoDB Local 1.25.1 (in-memory)" : endpoint,
+      backend: local ? `DynamoDB Local ${dynamoLocalVersion()} (in-memory)` : endpoint,
       phases,
       claimMs: summarize(samples.map((s) => s.claim)),
       completeMs: summarize(samples.map((s) => s.complete)),
@@ -130,6 +132,21 @@ function countRequests(client: DynamoDBClient) {
 }
 
 /** Nearest-rank percentiles. */
+/**
+ * The version of the DynamoDB Local that ran: the one its jar records (Maven's pom.properties inside
+ * it; the jar is a zip, unzip reads the one entry).
+ */
+function dynamoLocalVersion(): string {
+  const jar = join(dynamoLocalEmulatorDir(), "DynamoDBLocal.jar");
+  try {
+    const properties = execFileSync("unzip", ["-p", jar, "META-INF/maven/com/amazonaws/DynamoDBLocal/pom.properties"], { encoding: "utf8" });
+    const version = /^version=\s*(\S+)/m.exec(properties)?.[1];
+    return version ?? `(no version in ${jar}'s pom.properties)`;
+  } catch (error) {
+    return `(version unreadable from ${jar}: ${error instanceof Error ? error.message.split("\n")[0] : String(error)})`;
+  }
+}
+
 export function summarize(values: number[]): LatencySummary {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;

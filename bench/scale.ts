@@ -17,10 +17,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build } from "esbuild";
-import { createMigrations, distribution, Observatory, prepareMigrations, startEnvironment } from "../test/chaos/harness";
+import { type ChaosEnvironment, createMigrations, distribution, Observatory, prepareMigrations } from "../test/chaos/harness";
+import { BaselineController } from "../test/chaos/harness/baseline";
+import type { DvmHistory } from "../test/chaos/harness/observatory";
+import { seededRandom } from "../test/chaos/harness/random";
 import type { FromRelayHost, RelayHostConfig, RelayHostFinal, RelayHostSample, ToRelayHost } from "../test/chaos/harness/relayHost";
-import type { Distribution } from "../test/chaos/harness/tally";
-import { envNumber } from "./env";
+import { type Distribution, summarizeRepeats, Tally, transitionOverhead } from "../test/chaos/harness/tally";
+import { envNumber, startBenchEnvironment } from "./env";
 
 export interface ScaleBenchOptions {
   /** Concurrent DVMs. Default 200, or DVM_BENCH_SCALE_DVMS. */
@@ -31,6 +34,8 @@ export interface ScaleBenchOptions {
   concurrency?: number;
   /** Give up on migrations not Completed after this long. Default 30 min. */
   timeoutMs?: number;
+  /** Run the cached baseline after ours. Default true (DVM_BENCH_SCALE_BASELINE=0: no). */
+  baseline?: boolean;
   log?: (line: string) => void;
 }
 
@@ -60,6 +65,89 @@ export interface ScaleBenchResult {
   createdTwice: number;
   /** Phases where the DVMs' status stayed longest (mean over DVMs), from the DVM watch. */
   slowestPhases: Array<{ phase: string; meanSeconds: number }>;
+  /** The cached baseline on the same control planes, after ours (absent when DVM_BENCH_SCALE_BASELINE=0). */
+  baseline?: BaselineScaleResult;
+}
+
+export interface BaselineScaleResult {
+  completed: number;
+  wallSeconds: number;
+  transitions: number;
+  transitionsPerSecond: number;
+  peakTransitionsPerSecond: number;
+  timeToCompleteSeconds: Distribution;
+  repeats: number;
+  staleReads: number;
+  createdObjects: number;
+  createdTwice: number;
+  invocationsPerTransition: number;
+  overheadMs: Distribution;
+}
+
+/** Phase changes the watch saw, as the best 10 s window's rate. */
+function peakRate(history: DvmHistory, uids: readonly string[], started: number): number {
+  const windows = new Map<number, number>();
+  for (const uid of uids)
+    for (const p of history.positions(uid).slice(1)) {
+      const w = Math.floor((p.at - started) / 10_000);
+      windows.set(w, (windows.get(w) ?? 0) + 1);
+    }
+  return Math.max(0, ...windows.values()) / 10;
+}
+
+/**
+ * The cached baseline (test/chaos/harness/baseline.ts) on the same control planes: one replica, one
+ * worker, real delays, DVMs in a namespace of its own.
+ */
+async function runBaselineScale(
+  env: ChaosEnvironment,
+  observatory: Observatory,
+  options: { dvms: number; pvcs: number; timeoutMs: number; log: (line: string) => void },
+): Promise<BaselineScaleResult> {
+  const { dvms, pvcs, log } = options;
+  const prepared = await prepareMigrations(env, { prefix: "scale-baseline", count: dvms, pvcs });
+  const tally = new Tally();
+  const baseline = new BaselineController("baseline", tally);
+  const controller = baseline.controllers({
+    kubeConfig: env.host.kubeConfig,
+    namespace: prepared.namespace,
+    replicas: 1,
+    duplicates: false,
+    random: seededRandom(5),
+  });
+  controller.start();
+  const history = observatory.dvms;
+  try {
+    const started = Date.now();
+    const migrations = await createMigrations(env, prepared, 16);
+    const uids = migrations.map((m) => m.uid);
+    const doneCount = () => uids.filter((u) => history.completedAt(u) !== undefined).length;
+    const progress = setInterval(() => log(`  baseline +${((Date.now() - started) / 1000).toFixed(0)} s: ${doneCount()}/${dvms} completed`), 15_000);
+    await history.waitUntil(() => doneCount() === uids.length, options.timeoutMs);
+    clearInterval(progress);
+    const completedAts = uids.map((u) => history.completedAt(u)).filter((t): t is number => t !== undefined);
+    const wallSeconds = ((completedAts.length ? Math.max(...completedAts) : Date.now()) - started) / 1000;
+    const { bodies, invocations } = tally.forDvms(new Set(uids));
+    const repeats = summarizeRepeats(bodies);
+    const transitions = new Set(bodies.filter((b) => b.outcome === "advance" || b.outcome === "fail").map((b) => `${b.uid}/${b.phase}`)).size;
+    const creations = observatory.creations.forDvms(uids);
+    return {
+      completed: completedAts.length,
+      wallSeconds,
+      transitions,
+      transitionsPerSecond: transitions / wallSeconds,
+      peakTransitionsPerSecond: peakRate(history, uids, started),
+      timeToCompleteSeconds: distribution(completedAts.map((t) => (t - started) / 1000)),
+      repeats: repeats.repeats + repeats.waitRepeats,
+      staleReads: invocations.filter((i) => i.stale).length,
+      createdObjects: creations.created,
+      createdTwice: creations.repeated.length,
+      invocationsPerTransition: invocations.length / Math.max(1, transitions),
+      overheadMs: transitionOverhead(invocations),
+    };
+  } finally {
+    await controller.stop();
+  }
 }
 
 const RELAY_HOST = fileURLToPath(new URL("../test/chaos/harness/relayHost.ts", import.meta.url));
@@ -85,12 +173,15 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
   log(
     `scale bench: ${dvms} DVMs of ${pvcs} PVCs, relay concurrency ${concurrency ?? "default (16)"}; starting two control planes and ${external ?? "DynamoDB Local"}`,
   );
-  const env = await startEnvironment({
-    host: "start",
-    destination: "start",
-    dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
-    dynamoJvmArgs: [],
-  });
+  const env = await startBenchEnvironment(
+    {
+      host: "start",
+      destination: "start",
+      dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
+      dynamoJvmArgs: [],
+    },
+    log,
+  );
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const bundleDir = mkdtempSync(join(tmpdir(), "dvm-scale-relay-"));
   const child = fork(await bundleRelayHost(bundleDir), [], {
@@ -212,6 +303,14 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
       slowestPhases,
     };
     for (const line of describeScale(result)) log(line);
+    if (options.baseline ?? process.env.DVM_BENCH_SCALE_BASELINE !== "0") {
+      log(`  the cached baseline: ${dvms} DVMs of ${pvcs} PVCs on the same control planes`);
+      result.baseline = await runBaselineScale(env, observatory, { dvms, pvcs, timeoutMs, log });
+      const b = result.baseline;
+      log(
+        `  baseline: ${b.completed}/${dvms} completed in ${b.wallSeconds.toFixed(0)} s, ${b.transitions} transitions, ${b.transitionsPerSecond.toFixed(1)}/s (best 10 s ${b.peakTransitionsPerSecond.toFixed(1)}/s), repeats ${b.repeats} (${b.staleReads} stale reads), created twice ${b.createdTwice}; ours/baseline throughput ${(result.transitionsPerSecond / Math.max(1e-9, b.transitionsPerSecond)).toFixed(2)}`,
+      );
+    }
     return result;
   } finally {
     if (child.exitCode === null && child.signalCode === null) {

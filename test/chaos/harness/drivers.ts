@@ -75,8 +75,18 @@ export interface RelayDriverOptions {
   capMs: number;
 }
 
+/** What drives a run by itself and can be restarted: the relay, or a baseline controller's replicas. */
+export interface Driver {
+  start(): void;
+  restart(): Promise<void>;
+  /** Lists beyond the first: re-lists after 410 Gone (and after restarts). */
+  relists(): number;
+  watchConnected(): boolean;
+  stop(): Promise<void>;
+}
+
 /** The real relay (src/relay) forwarding to the deliverer through an InProcessTransport. */
-export class RelayDriver {
+export class RelayDriver implements Driver {
   private relays: Relay[] = [];
   private readonly retired: Relay[] = [];
   restarts = 0;

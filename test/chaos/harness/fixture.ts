@@ -40,7 +40,10 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, task: (
 }
 
 /** Namespaces, PVCs, the storage class and the destination Secret; no DVM yet. */
-export async function prepareMigrations(env: ChaosEnvironment, options: { prefix: string; count: number; pvcs: number }): Promise<PreparedMigrations> {
+export async function prepareMigrations(
+  env: ChaosEnvironment,
+  options: { prefix: string; count: number; pvcs: number; spec?: Record<string, unknown> },
+): Promise<PreparedMigrations> {
   const { prefix, count, pvcs } = options;
   const core = env.host.kubeConfig.makeApiClient(CoreV1Api);
   const storageClass = `${prefix}-sc`;
@@ -74,6 +77,7 @@ export async function prepareMigrations(env: ChaosEnvironment, options: { prefix
       return {
         name: `m-${i}`,
         spec: {
+          ...options.spec,
           destinationCluster: { kubeconfigSecretRef: { name: "destination-kubeconfig" } },
           persistentVolumeClaims: volumes.map((name) => ({
             name,

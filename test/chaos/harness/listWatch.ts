@@ -12,6 +12,8 @@ export interface Collection {
   kind: string;
   /** Watch path of the whole collection, e.g. "/api/v1/pods". */
   path: string;
+  /** List only this namespace (the watch path names it too). */
+  namespace?: string;
   labelSelector?: string;
 }
 
@@ -72,8 +74,8 @@ export class Follow {
   }
 
   private async list(): Promise<void> {
-    const { apiVersion, kind, labelSelector } = this.collection;
-    const listed = await this.objects.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, labelSelector);
+    const { apiVersion, kind, namespace, labelSelector } = this.collection;
+    const listed = await this.objects.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
     this.stats.lists++;
     for (const item of listed.items) this.onObject("LISTED", item);
     this.resourceVersion = listed.metadata?.resourceVersion;

@@ -3,8 +3,8 @@
  *   - every version of every DVM (its status.phase sequence, when it completed), which also serves as
  *     the baseline's informer cache and as the source of "one write behind" reads for stale replays;
  *   - every object a migration created on either cluster (pods, secrets, services, config maps, PVCs,
- *     namespaces, progress records), by the uid label: a name that shows up with two different
- *     metadata.uid values was created twice.
+ *     namespaces, progress records), by the uid label: a name (for a generated name: its volume and
+ *     attempt labels) that shows up with two different metadata.uid values was created twice.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ITINERARIES, isItineraryName, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
@@ -139,10 +139,15 @@ export class ObjectCreations {
 
   observe(cluster: string, kind: string, event: ObservedEvent, raw: unknown): void {
     if (event === "DELETED") return;
-    const meta = (raw as { metadata?: { namespace?: string; name?: string; uid?: string; labels?: Record<string, string> } }).metadata;
+    const meta = (raw as { metadata?: { namespace?: string; name?: string; generateName?: string; uid?: string; labels?: Record<string, string> } }).metadata;
     const dvmUid = meta?.labels?.[LABEL.dvmUid];
     if (!meta?.uid || !meta.name || !dvmUid) return;
-    const key = `${cluster} ${kind} ${meta.namespace ? `${meta.namespace}/` : ""}${meta.name}`;
+    // A generated name (the baselines' client pods, as upstream's) is unique by construction: what the
+    // object stands for is its volume and attempt, so two pods for the same attempt were created twice.
+    const identity = meta.generateName
+      ? `${meta.generateName}* (volume ${meta.labels?.[LABEL.volume] ?? "?"}, attempt ${meta.labels?.[LABEL.attempt] ?? "?"})`
+      : meta.name;
+    const key = `${cluster} ${kind} ${meta.namespace ? `${meta.namespace}/` : ""}${identity}`;
     let creation = this.objects.get(key);
     if (!creation) {
       creation = { dvmUid, objectUids: new Set() };

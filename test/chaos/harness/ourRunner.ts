@@ -18,9 +18,9 @@ import { type BodyHooks, countedBodies, invocationScope } from "./bodies";
 
 /**
  * The harness's DVMs live in the namespace prepareMigrations names ("cx-…" for the chaos scenarios,
- * "scale" for bench/scale.ts) and move PVCs across namespaces, as an admin's would.
+ * "scale" and "scale-baseline" for bench/scale.ts) and move PVCs across namespaces, as an admin's would.
  */
-export const CHAOS_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["cx-*", "scale"] };
+export const CHAOS_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["cx-*", "scale", "scale-*"] };
 
 export interface OurRunnerOptions {
   hostKubeConfig: KubeConfig;

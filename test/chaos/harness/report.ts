@@ -1,5 +1,6 @@
 /** Plain-text and Markdown renderings of chaos reports. */
 import type { ScenarioReport, TargetReport } from "./scenarios";
+import type { TargetKind } from "./targets";
 
 const ms = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
 
@@ -8,9 +9,9 @@ export function describeReport(report: ScenarioReport): string[] {
   const lines = report.reports.map((r) => {
     const faults = injectedSummary(r);
     return (
-      `${report.scenario.name.padEnd(18)} ${r.target.padEnd(8)} completed ${r.completed}/${r.migrations}` +
+      `${report.scenario.name.padEnd(18)} ${r.target.padEnd(9)} completed ${r.completed}/${r.migrations}` +
       ` executions ${r.repeats.executions} repeats ${r.repeats.repeats} (waits ${r.repeats.waitRepeats}, overlaps ${r.repeats.overlaps}, crashed ${r.repeats.crashed})` +
-      ` lost ${r.lostTransitions.length} regressions ${r.regressions.length} created ${r.created} twice ${r.createdTwice.length}` +
+      ` stale reads ${r.staleReads} wasted ${(r.repeats.wastedMs / 1000).toFixed(2)} s lost ${r.lostTransitions.length} regressions ${r.regressions.length} created ${r.created} twice ${r.createdTwice.length}` +
       ` invocations/phase ${r.invocationsPerPhase.toFixed(2)} overhead p50 ${ms(r.overheadMs.p50)} p99 ${ms(r.overheadMs.p99)} ms` +
       ` done in ${ms(r.timeToCompleteMs.max / 1000)} s${faults ? ` | ${faults}` : ""}`
     );
@@ -43,46 +44,46 @@ export function injectedSummary(r: TargetReport): string {
   return parts.join(", ");
 }
 
-function byTarget(report: ScenarioReport, target: "ours" | "baseline"): TargetReport | undefined {
-  return report.reports.find((r) => r.target === target);
-}
+/** How each target is named in tables. */
+export const TARGET_LABELS: Record<TargetKind, string> = {
+  ours: "ours",
+  baseline: "baseline (informer cache)",
+  "fresh-get": "baseline (fresh GET)",
+};
 
-/** The comparison table: one row per scenario. */
+/**
+ * The comparison table: one row per scenario and target, in the reports' order, so any scenario list
+ * and any set of targets fit.
+ */
 export function comparisonTable(reports: readonly ScenarioReport[]): string[] {
   const header = [
     "scenario",
-    "baseline repeats",
-    "our repeats",
-    "our overhead p50 / p99 (ms)",
-    "baseline overhead p50 / p99 (ms)",
-    "invocations per phase (ours / baseline)",
-    "our checks",
-    "faults injected (ours)",
+    "target",
+    "repeats (of bodies run)",
+    "stale reads",
+    "objects created twice",
+    "wasted s",
+    "time to complete (max) s",
+    "invocations per transition",
+    "overhead p50 / p99 (ms)",
+    "checks",
+    "faults that happened",
   ];
-  const rows = reports.map((report) => {
-    const ours = byTarget(report, "ours");
-    const base = byTarget(report, "baseline");
-    const repeats = (r: TargetReport | undefined) =>
-      r ? `${r.repeats.repeats}${r.repeats.waitRepeats ? ` (+${r.repeats.waitRepeats} wait polls)` : ""} of ${r.repeats.executions}` : "-";
-    const checks = ours
-      ? [
-          `${ours.completed}/${ours.migrations} completed`,
-          `${ours.lostTransitions.length} lost`,
-          `${ours.regressions.length} regressions`,
-          `${ours.createdTwice.length} created twice`,
-        ].join(", ")
-      : "-";
-    return [
+  const rows = reports.flatMap((report) =>
+    report.reports.map((r) => [
       report.scenario.name,
-      repeats(base),
-      repeats(ours) +
-        (ours?.repeats.crashed || ours?.timeouts ? ` (${ours.repeats.crashed} crashes${ours.timeouts ? `, ${ours.timeouts} timeouts` : ""})` : ""),
-      ours ? `${ms(ours.overheadMs.p50)} / ${ms(ours.overheadMs.p99)}` : "-",
-      base ? `${ms(base.overheadMs.p50)} / ${ms(base.overheadMs.p99)}` : "-",
-      `${ours ? ours.invocationsPerPhase.toFixed(2) : "-"} / ${base ? base.invocationsPerPhase.toFixed(2) : "-"}`,
-      checks,
-      ours ? injectedSummary(ours) || "-" : "-",
-    ];
-  });
+      TARGET_LABELS[r.target],
+      `${r.repeats.repeats}${r.repeats.waitRepeats ? ` (+${r.repeats.waitRepeats} wait polls)` : ""} of ${r.repeats.executions}` +
+        (r.repeats.crashed || r.timeouts ? ` (${r.repeats.crashed} crashes${r.timeouts ? `, ${r.timeouts} timeouts` : ""})` : ""),
+      String(r.staleReads),
+      String(r.createdTwice.length),
+      (r.repeats.wastedMs / 1000).toFixed(2),
+      r.completed === r.migrations ? (r.timeToCompleteMs.max / 1000).toFixed(1) : `${r.completed}/${r.migrations} done`,
+      r.invocationsPerPhase.toFixed(2),
+      `${ms(r.overheadMs.p50)} / ${ms(r.overheadMs.p99)}`,
+      [`${r.completed}/${r.migrations} completed`, `${r.lostTransitions.length} lost`, `${r.regressions.length} regressions`].join(", "),
+      injectedSummary(r) || "-",
+    ]),
+  );
   return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)];
 }

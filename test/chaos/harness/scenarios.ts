@@ -10,7 +10,7 @@ import { BaselineController } from "./baseline";
 import { CRASH_PHASES } from "./bodies";
 import { ConflictWriter } from "./conflicts";
 import { Deliverer, type DeliveryCounts } from "./delivery";
-import { driveLoops, RelayDriver } from "./drivers";
+import { type Driver, driveLoops, RelayDriver } from "./drivers";
 import type { DynamoCounts } from "./dynamoFaults";
 import type { ChaosEnvironment } from "./environment";
 import { createMigrations, type PreparedMigrations, prepareMigrations, type StartedMigration } from "./fixture";
@@ -23,9 +23,12 @@ export type Fault = "stale" | "duplicates" | "concurrent" | "crash" | "conflicts
 
 /** What each fault injects, for reports. */
 export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
-  stale: "after every phase transition, the previous request is delivered again and its read is served the DVM one write behind (a lagging informer cache)",
-  duplicates: "every request delivered 2-3 times, concurrently with jitter, shuffled; half the time one copy is held back and arrives after the next request",
-  concurrent: "3 independent delivery loops per DVM (2 relay replicas when the relay drives)",
+  stale:
+    "after every phase transition, the previous request is delivered again and its read is served the DVM one write behind (a lagging informer cache); ours only: the baselines' stale reads are their own cache's",
+  duplicates:
+    "every request delivered 2-3 times, concurrently with jitter, shuffled; half the time one copy is held back and arrives after the next request (baselines: every watch event handled 2-3 times, merged by the work queue)",
+  concurrent:
+    "3 independent delivery loops per DVM (2 relay replicas when the relay drives; baselines: 2 controller replicas, as during a rollout without leader election)",
   crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
   conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
   throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
@@ -79,6 +82,8 @@ export interface ScenarioOptions {
   seed?: number;
   /** A migration not Completed this long after driving started is stuck. Default 120 s. */
   timeoutMs?: number;
+  /** Fields added to every DVM's spec (e.g. transferPodAnnotations for kwok's run time). */
+  spec?: Record<string, unknown>;
   /** Cap on requeue delays (time compression). Default 200 ms. */
   capMs?: number;
   /**
@@ -97,6 +102,8 @@ export interface TargetReport {
   /** Migrations not Completed within the bound. */
   stuck: string[];
   repeats: RepeatSummary;
+  /** Invocations whose DVM read was older than the target's own last write (baselines: measured; ours: the injected stale replays). */
+  staleReads: number;
   /** Phases whose completion was recorded (ledger; for the baseline: the body returned) but the status never moved past them. */
   lostTransitions: string[];
   /** status.phase moved backwards, as the DVM watch saw it. */
@@ -106,6 +113,12 @@ export interface TargetReport {
   createdByKind: Record<string, number>;
   createdTwice: string[];
   invocations: number;
+  invocationsByKind: Record<string, number>;
+  /** Wall time of all invocations together (reconciles, for the baselines), ms. */
+  invocationMs: number;
+  /** Phase bodies entered, by phase. */
+  executionsByPhase: Record<string, number>;
+  uids: string[];
   /** Phase transitions made (distinct DVM and phase whose body returned an outcome). */
   transitions: number;
   invocationsPerPhase: number;
@@ -168,7 +181,12 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
 
   const runs: TargetRun[] = await Promise.all(
     (options.targets ?? ["ours", "baseline"]).map(async (kind, index) => {
-      const prepared = await prepareMigrations(env, { prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`, count: options.dvms ?? 2, pvcs: options.pvcs ?? 2 });
+      const prepared = await prepareMigrations(env, {
+        prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`,
+        count: options.dvms ?? 2,
+        pvcs: options.pvcs ?? 2,
+        ...(options.spec ? { spec: options.spec } : {}),
+      });
       const tally = new Tally();
       const throttle =
         has("throttle") || has("lostReply")
@@ -191,7 +209,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
             )
           : new OursInProcess(env, tally, { leaseMs, ...(throttle ? { throttle } : {}) });
       } else {
-        target = new BaselineController(env, tally, { cache: history, ...(has("crash") ? { crashPhases: CRASH_PHASES } : {}) });
+        target = new BaselineController(kind, tally, has("crash") ? { crashPhases: CRASH_PHASES } : {});
       }
       const deliverer = new Deliverer(target, history, { duplicates: has("duplicates"), staleReplay: has("stale") }, seededRandom(seed * 31 + index));
       return { kind, prepared, tally, target, deliverer, migrations: [] };
@@ -200,7 +218,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
 
   const injected: Injected = { conflictPatches: 0, relayRestarts: 0, relayRelists: 0, apiserverRestarts: 0, relayGaps: 0 };
   let proxy: CuttableProxy | undefined;
-  let relayDrivers: RelayDriver[] = [];
+  let relayDrivers: Driver[] = [];
   let conflicts: ConflictWriter | undefined;
   let drivingStart = Date.now();
   try {
@@ -218,30 +236,35 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       writer.start();
     }
 
-    let driving: Promise<unknown>;
-    if (has("relay")) {
-      proxy = await CuttableProxy.start(new URL(plane!.server));
-      const relayView = proxiedKubeConfig(env.host.kubeConfig, proxy.url);
-      relayDrivers = runs.map(
-        (run) =>
-          new RelayDriver({
-            hostKubeConfig: relayView,
-            destination: env.destination.kubeConfig,
-            namespace: run.prepared.namespace,
-            deliverer: run.deliverer,
-            replicas: has("concurrent") ? 2 : 1,
-            capMs,
+    // The baselines drive themselves (informers, a work queue) like the relay: both are "drivers".
+    if (has("relay")) proxy = await CuttableProxy.start(new URL(plane!.server));
+    const hostView = proxy ? proxiedKubeConfig(env.host.kubeConfig, proxy.url) : env.host.kubeConfig;
+    relayDrivers = runs.flatMap((run, i): Driver[] => {
+      const replicas = has("concurrent") ? 2 : 1;
+      const namespace = run.prepared.namespace;
+      if (run.target instanceof BaselineController)
+        return [
+          run.target.controllers({
+            kubeConfig: hostView,
+            namespace,
+            replicas,
+            duplicates: has("duplicates"),
+            pollMs: capMs,
+            random: seededRandom(seed * 19 + i),
           }),
-      );
-      for (const driver of relayDrivers) driver.start();
-      driving = history.waitUntil(allDone, timeoutMs);
-    } else {
-      driving = Promise.all(
-        runs.map((run, i) =>
+        ];
+      if (!has("relay")) return [];
+      return [new RelayDriver({ hostKubeConfig: hostView, destination: env.destination.kubeConfig, namespace, deliverer: run.deliverer, replicas, capMs })];
+    });
+    for (const driver of relayDrivers) driver.start();
+    const driving = Promise.all([
+      history.waitUntil(allDone, timeoutMs),
+      ...runs
+        .filter((run) => !has("relay") && !(run.target instanceof BaselineController))
+        .map((run, i) =>
           driveLoops(run.deliverer, history, run.migrations, { loopsPerDvm: has("concurrent") ? 3 : 1, capMs, deadline, random: seededRandom(seed * 17 + i) }),
         ),
-      );
-    }
+    ]);
 
     // Disruptions of the control plane and the relay, triggered by progress so they land mid-migration.
     const reached = (phase: PhaseName) => () => allDone() || all.some((m) => phaseRankOf(history.latestByUid(m.uid)?.status) >= phaseRank(phase));
@@ -303,6 +326,12 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   return { scenario, reports, injected, durationMs: Date.now() - began };
 }
 
+function countBy(values: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}
+
 function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined): number {
   return positionRank(status?.itinerary, status?.phase);
 }
@@ -359,12 +388,17 @@ async function reportFor(
     completed: run.migrations.length - stuck.length,
     stuck,
     repeats,
+    staleReads: invocations.filter((i) => i.stale).length,
     lostTransitions,
     regressions,
     created: creations.created,
     createdByKind: creations.byKind,
     createdTwice: creations.repeated,
     invocations: invocations.length,
+    invocationsByKind: countBy(invocations.map((i) => i.kind)),
+    invocationMs: invocations.reduce((sum, i) => sum + i.durationMs, 0),
+    executionsByPhase: countBy(bodies.map((b) => b.phase)),
+    uids: [...uids],
     transitions,
     invocationsPerPhase: transitions > 0 ? invocations.length / transitions : 0,
     overheadMs: transitionOverhead(invocations),
@@ -379,17 +413,19 @@ async function reportFor(
 }
 
 /**
- * Our runner, then the baseline, each alone under the scenario's faults (so neither's load skews the
- * other's timings), merged into one report. The baseline gets its own bound (`baselineTimeoutMs`):
- * under some faults it never finishes, and what matters is what it did meanwhile.
+ * Our runner, then each baseline, each alone under the scenario's faults (so neither's load skews the
+ * other's timings), merged into one report. The baselines get their own bound (`baselineTimeoutMs`):
+ * under some faults they never finish, and what matters is what they did meanwhile.
  */
-export async function compareScenario(options: ScenarioOptions & { baselineTimeoutMs?: number }): Promise<ScenarioReport> {
+export async function compareScenario(options: ScenarioOptions & { baselineTimeoutMs?: number; baselines?: readonly TargetKind[] }): Promise<ScenarioReport> {
   const ours = await runScenario({ ...options, targets: ["ours"] });
-  const baseline = await runScenario({ ...options, targets: ["baseline"], timeoutMs: options.baselineTimeoutMs ?? options.timeoutMs ?? 120_000 });
+  const runs = [ours];
+  for (const kind of options.baselines ?? (["baseline", "fresh-get"] as const))
+    runs.push(await runScenario({ ...options, targets: [kind], timeoutMs: options.baselineTimeoutMs ?? options.timeoutMs ?? 120_000 }));
   return {
     scenario: options.scenario,
-    reports: [...ours.reports, ...baseline.reports],
+    reports: runs.flatMap((r) => r.reports),
     injected: ours.injected,
-    durationMs: ours.durationMs + baseline.durationMs,
+    durationMs: runs.reduce((sum, r) => sum + r.durationMs, 0),
   };
 }

@@ -56,6 +56,8 @@ export interface RepeatSummary {
   killed: number;
   /** Repeats (waiting phases' included) by phase name. */
   byPhase: Record<string, number>;
+  /** Time spent in the repeated executions' bodies (entry to exit), ms: what the repeats wasted. */
+  wastedMs: number;
   details: string[];
 }
 
@@ -118,8 +120,10 @@ export function summarizeRepeats(bodies: readonly BodyEntry[]): RepeatSummary {
     crashed: 0,
     killed: 0,
     byPhase: {},
+    wastedMs: 0,
     details: [],
   };
+  const spent = (b: BodyEntry) => (b.exitedAt !== undefined ? b.exitedAt - b.enteredAt : 0);
   for (const [key, group] of groups) {
     summary.retries += group.filter((b) => b.outcome === "threw").length;
     summary.crashed += group.filter((b) => b.outcome === "crashed").length;
@@ -136,6 +140,12 @@ export function summarizeRepeats(bodies: readonly BodyEntry[]): RepeatSummary {
       if (didWork.length > 1) {
         summary.repeats += didWork.length - 1;
         summary.byPhase[phase] = (summary.byPhase[phase] ?? 0) + didWork.length - 1;
+        // The first execution did the work; every later one was spent for nothing.
+        summary.wastedMs += didWork
+          .slice()
+          .sort((x, y) => x.enteredAt - y.enteredAt)
+          .slice(1)
+          .reduce((sum, b) => sum + spent(b), 0);
         const outcomes = didWork.slice(0, 4).map((b) => `attempt ${b.attempt} ${b.outcome ?? "no report"}`);
         if (didWork.length > 4) outcomes.push("...");
         summary.details.push(`${key}: ${didWork.length} executions (${outcomes.join(", ")})`);
@@ -147,6 +157,7 @@ export function summarizeRepeats(bodies: readonly BodyEntry[]): RepeatSummary {
         if (after.length > 0) {
           summary.waitRepeats += after.length;
           summary.byPhase[phase] = (summary.byPhase[phase] ?? 0) + after.length;
+          summary.wastedMs += after.reduce((sum, b) => sum + spent(b), 0);
           summary.details.push(`${key}: polled ${after.length} more time(s) after it advanced`);
         }
       }

@@ -14,7 +14,8 @@ import { buildOurRunner, type OurRunner } from "./ourRunner";
 import type { Tally } from "./tally";
 import type { FromWorker, ToWorker, WorkerConfig } from "./workerProtocol";
 
-export type TargetKind = "ours" | "baseline";
+/** Ours; the controller-runtime baseline reading an informer cache; the same loop with a fresh GET. */
+export type TargetKind = "ours" | "baseline" | "fresh-get";
 
 export interface InvokeHints {
   /** Serve this older version of the DVM as the invocation's read (a cache one write behind). */

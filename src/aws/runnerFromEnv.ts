@@ -15,7 +15,7 @@ import { parsePolicyEnv } from "../dvm/policyConfig";
 import { type FlushingRunner, phaseEventsHook, withEventFlush } from "../events/runnerEvents";
 import { createLedgerClient, DynamoPhaseLedger } from "../ledger";
 import type { Logger } from "../log";
-import { createPhaseRunner, type PhaseRunnerConfig } from "../runtime/phaseRunner";
+import { createPhaseRunner, type PhaseRunnerConfig } from "../runner/phaseRunner";
 import { ConfigurationError } from "./errors";
 import { type PhaseEvents, type PhaseEventsFromEnvOptions, phaseEventsFromEnv } from "./eventPublisherFromEnv";
 import { kubeconfigSourceFromEnv } from "./kubeconfigSource";

@@ -13,7 +13,7 @@ import { DynamoPhaseLedger } from "../../src/ledger";
 import { PHASE_BODIES } from "../../src/phases";
 import { LABEL, transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
-import { createPhaseRunner } from "../../src/runtime/phaseRunner";
+import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import {

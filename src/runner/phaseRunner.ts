@@ -11,7 +11,7 @@ import { SecretClusterResolver } from "../kube/resolver";
 import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "../ledger";
 import type { Logger } from "../log";
 import type { PhaseBody } from "../phases/types";
-import { PhaseRunner, type RunnerOptions } from "../runner/runner";
+import { PhaseRunner, type RunnerOptions } from "./runner";
 
 export interface PhaseRunnerConfig {
   /** The host cluster: where the DVMs live. */

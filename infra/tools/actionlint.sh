@@ -2,7 +2,7 @@
 # Builds actionlint (the GitHub Actions workflow linter) once, from the Go module proxy, pinned, and caches
 # it next to the control-plane binaries (infra/controlplane/build.sh). Idempotent: a binary whose version
 # stamp matches is reused. Output: the binary's path, printed last on stdout (progress goes to stderr).
-# test/unit/workflow.test.ts calls this when the binary is missing; .ci/run calls it before `npm test`.
+# test/unit/ci/workflow.test.ts calls this when the binary is missing; .ci/run calls it before `npm test`.
 set -euo pipefail
 
 ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"

@@ -12,7 +12,7 @@
  *    - the relay (in-process) syncs and forwards with the relay's token, watching pods on the
  *      destination with the remote relay-pods token;
  *    - calls outside the roles are refused (403), so the tokens really are the restricted ones.
- *    (test/unit/manifests.test.ts proves the other direction: nothing beyond what the code calls.)
+ *    (test/unit/infra/manifests.test.ts proves the other direction: nothing beyond what the code calls.)
  * 3. The relay's container bundle (infra/relay/build.mjs) runs as a process: with the relay's restricted
  *    kubeconfig it becomes ready, invokes "Lambda" (a local stand-in answering 202) when a DVM is
  *    created, and exits 0 on SIGTERM.

@@ -8,10 +8,10 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { CloudEvent, HTTP, type Message } from "cloudevents";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MAX_EVENT_BYTES, type HttpMessage, receiveEventBridgeEvent, receiveHttpEvent } from "../../src/events/incoming";
-import type { CreateResult, MigrationStore, NewMigration } from "../../src/events/migrationStore";
-import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION, NAME_HASH_LENGTH } from "../../src/events/names";
-import { completionEvents, eventsWanted, redactSecrets } from "../../src/events/outgoing";
+import { DEFAULT_MAX_EVENT_BYTES, type HttpMessage, receiveEventBridgeEvent, receiveHttpEvent } from "../../../src/events/incoming";
+import type { CreateResult, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
+import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION, NAME_HASH_LENGTH } from "../../../src/events/names";
+import { completionEvents, eventsWanted, redactSecrets } from "../../../src/events/outgoing";
 import {
   MAX_NAME_PREFIX,
   MIGRATION_FAILED,
@@ -22,10 +22,10 @@ import {
   OUTGOING_EVENT_TYPES,
   PHASE_COMPLETED,
   PhaseCompletedDataSchema,
-} from "../../src/events/schema";
-import { eventBridgeSourceMatch, parseSourceAllowList } from "../../src/events/sources";
-import { createTrigger } from "../../src/events/trigger";
-import type { LedgerEntry } from "../../src/ledger";
+} from "../../../src/events/schema";
+import { eventBridgeSourceMatch, parseSourceAllowList } from "../../../src/events/sources";
+import { createTrigger } from "../../../src/events/trigger";
+import type { LedgerEntry } from "../../../src/ledger";
 
 const SPEC = {
   persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
@@ -468,7 +468,7 @@ function createHashHex(text: string): string {
 }
 
 describe("docs/events.md", () => {
-  const docs = readFileSync(new URL("../../docs/events.md", import.meta.url), "utf8");
+  const docs = readFileSync(new URL("../../../docs/events.md", import.meta.url), "utf8");
 
   it("names every event type and every field of every data schema", () => {
     for (const type of [MIGRATION_REQUESTED, ...OUTGOING_EVENT_TYPES]) expect(docs).toContain(`\`${type}\``);

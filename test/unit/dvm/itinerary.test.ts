@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, firstPhase, ITINERARIES, ITINERARY_NAMES, isPhaseName, nextPhase, PHASE_NAMES, PHASES, stepOf } from "../../src/dvm/itinerary";
-import { PHASE_BODIES } from "../../src/phases";
+import { EXECUTABLE_PHASES, firstPhase, ITINERARIES, ITINERARY_NAMES, isPhaseName, nextPhase, PHASE_NAMES, PHASES, stepOf } from "../../../src/dvm/itinerary";
+import { PHASE_BODIES } from "../../../src/phases";
 
 describe("itinerary table", () => {
   it("ends every itinerary with the terminal Completed step and repeats no phase", () => {

@@ -1,6 +1,13 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
-import { backoffDelayMs, DEFAULT_RETRY_POLICY, isTransientDynamoError, LedgerUnavailableError, type RetryPolicy, withTransientRetry } from "../../src/ledger";
+import {
+  backoffDelayMs,
+  DEFAULT_RETRY_POLICY,
+  isTransientDynamoError,
+  LedgerUnavailableError,
+  type RetryPolicy,
+  withTransientRetry,
+} from "../../../src/ledger";
 
 const awsError = (name: string, status?: number) => Object.assign(new Error(name), { name, $metadata: status === undefined ? {} : { httpStatusCode: status } });
 

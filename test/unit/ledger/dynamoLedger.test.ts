@@ -13,7 +13,7 @@ import {
   type LedgerKey,
   LedgerUnavailableError,
   LostClaimError,
-} from "../../src/ledger";
+} from "../../../src/ledger";
 
 type Item = Record<string, AttributeValue>;
 type Reply = { output?: object; error?: unknown };

@@ -7,16 +7,16 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { CloudEvent, HTTP } from "cloudevents";
 import { describe, expect, it } from "vitest";
-import type { MetricsWriter } from "../../src/aws/phaseMetrics";
-import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../src/aws/triggerHandler";
-import type { DvmSpec } from "../../src/dvm/types";
-import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../src/events/migrationStore";
-import { dvmNameForEvent, EVENT_ANNOTATION } from "../../src/events/names";
-import { MIGRATION_REQUESTED } from "../../src/events/schema";
-import { parseSourceAllowList } from "../../src/events/sources";
-import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../src/events/trigger";
-import { KubeApiError } from "../../src/kube/errors";
-import type { LogAttributes, Logger } from "../../src/log";
+import type { MetricsWriter } from "../../../src/aws/phaseMetrics";
+import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../../src/aws/triggerHandler";
+import type { DvmSpec } from "../../../src/dvm/types";
+import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
+import { dvmNameForEvent, EVENT_ANNOTATION } from "../../../src/events/names";
+import { MIGRATION_REQUESTED } from "../../../src/events/schema";
+import { parseSourceAllowList } from "../../../src/events/sources";
+import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../../src/events/trigger";
+import { KubeApiError } from "../../../src/kube/errors";
+import type { LogAttributes, Logger } from "../../../src/log";
 
 const SPEC: DvmSpec = {
   persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { deleteTransferResources, waitForTransferResourcesGone } from "../../src/phases/cleanup";
-import { createRsyncEndpoint, endpointAddress, ensureRsyncEndpointReady } from "../../src/phases/endpoint";
-import { LABEL, transferLabels, transferNames } from "../../src/phases/names";
-import { createDestinationNamespaces } from "../../src/phases/namespaces";
-import { createPVProgressCRs } from "../../src/phases/progressRecords";
-import { createDestinationPVCs, quantityBytes, requestedSize } from "../../src/phases/pvcs";
-import { started } from "../../src/phases/started";
-import { MigrationInputError } from "../../src/phases/types";
-import { volumePairs } from "../../src/phases/volumes";
-import { fakeContext, namespace, pvc, storageClass, TEST_UID, TWO_NAMESPACE_SPEC } from "../support/phaseContext";
+import { deleteTransferResources, waitForTransferResourcesGone } from "../../../src/phases/cleanup";
+import { createRsyncEndpoint, endpointAddress, ensureRsyncEndpointReady } from "../../../src/phases/endpoint";
+import { LABEL, transferLabels, transferNames } from "../../../src/phases/names";
+import { createDestinationNamespaces } from "../../../src/phases/namespaces";
+import { createPVProgressCRs } from "../../../src/phases/progressRecords";
+import { createDestinationPVCs, quantityBytes, requestedSize } from "../../../src/phases/pvcs";
+import { started } from "../../../src/phases/started";
+import { MigrationInputError } from "../../../src/phases/types";
+import { volumePairs } from "../../../src/phases/volumes";
+import { fakeContext, namespace, pvc, storageClass, TEST_UID, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
 
 describe("Started (validation)", () => {
   it("advances when every source PVC and target storage class exists", async () => {

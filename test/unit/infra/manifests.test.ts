@@ -14,12 +14,12 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { DVM_GROUP, DVM_PLURAL, DVMP_PLURAL } from "../../src/dvm/types";
-import { parseRelayEnv } from "../../src/relay/config";
-import { DEFAULT_HEALTH_PORT } from "../../src/relay/health";
-import { otherEnvironment } from "../support/requirements";
+import { DVM_GROUP, DVM_PLURAL, DVMP_PLURAL } from "../../../src/dvm/types";
+import { parseRelayEnv } from "../../../src/relay/config";
+import { DEFAULT_HEALTH_PORT } from "../../../src/relay/health";
+import { otherEnvironment } from "../../support/requirements";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const ROOT = join(import.meta.dirname, "..", "..", "..");
 const K8S = join(ROOT, "infra", "k8s");
 const KIND = join(ROOT, "infra", "kind");
 

@@ -1,6 +1,6 @@
 /** No quiet skips: a missing prerequisite fails under CI, and every skip says why (test/support/requirements.ts). */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { inCi, missing, otherEnvironment } from "../support/requirements";
+import { inCi, missing, otherEnvironment } from "../../support/requirements";
 
 describe("test requirements", () => {
   afterEach(() => vi.restoreAllMocks());

@@ -4,8 +4,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import type { CliIo } from "../../src/cli/io";
-import { runCli } from "../../src/cli/program";
+import type { CliIo } from "../../../src/cli/io";
+import { runCli } from "../../../src/cli/program";
 
 async function dvm(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";

@@ -4,8 +4,8 @@
  * an SVG that is well-formed with one bar per execution.
  */
 import { describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, ITINERARIES, PHASES, type PhaseName, stepOf } from "../../src/dvm/itinerary";
-import type { ClaimRecord, LedgerEntry } from "../../src/ledger";
+import { EXECUTABLE_PHASES, ITINERARIES, PHASES, type PhaseName, stepOf } from "../../../src/dvm/itinerary";
+import type { ClaimRecord, LedgerEntry } from "../../../src/ledger";
 import {
   buildTimingReport,
   checkWellFormedXml,
@@ -15,7 +15,7 @@ import {
   renderTimelineSvg,
   roundShares,
   tickStep,
-} from "../../src/report";
+} from "../../../src/report";
 
 const T0 = 1_750_000_000_000;
 const UID = "0b6f3c1e-1111-2222-3333-444455556666";

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { KINDS } from "../../src/kube/objects";
-import { createRsyncEndpoint } from "../../src/phases/endpoint";
-import { clientPodName, LABEL, transferNames } from "../../src/phases/names";
-import { createPVProgressCRs } from "../../src/phases/progressRecords";
-import { runRsyncOperations } from "../../src/phases/rsyncOperations";
-import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../src/phases/serverPods";
-import { clientSecretName, createRsyncConfig, createStunnelConfig } from "../../src/phases/transferConfig";
-import type { PhaseContext } from "../../src/phases/types";
-import type { FakeCluster } from "../support/fakeCluster";
-import { fakeContext, TWO_NAMESPACE_SPEC } from "../support/phaseContext";
+import { KINDS } from "../../../src/kube/objects";
+import { createRsyncEndpoint } from "../../../src/phases/endpoint";
+import { clientPodName, LABEL, transferNames } from "../../../src/phases/names";
+import { createPVProgressCRs } from "../../../src/phases/progressRecords";
+import { runRsyncOperations } from "../../../src/phases/rsyncOperations";
+import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../../src/phases/serverPods";
+import { clientSecretName, createRsyncConfig, createStunnelConfig } from "../../../src/phases/transferConfig";
+import type { PhaseContext } from "../../../src/phases/types";
+import type { FakeCluster } from "../../support/fakeCluster";
+import { fakeContext, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
 
 function decode(object: unknown, key: string) {
   const secret = object as { data?: Record<string, string>; stringData?: Record<string, string> } | undefined;
@@ -63,7 +63,7 @@ describe("rsync server pods", () => {
     expect(destination.totalCreations("Pod")).toBe(2);
     const name = transferNames(ctx.dvm).serverPod;
     const shop = await destination.get<
-      { spec: { volumes: { persistentVolumeClaim?: { claimName: string } }[] } } & import("../../src/kube/objects").KubeObject
+      { spec: { volumes: { persistentVolumeClaim?: { claimName: string } }[] } } & import("../../../src/kube/objects").KubeObject
     >({ ...KINDS.Pod, namespace: "shop", name });
     expect(shop!.spec.volumes.flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : [])).sort()).toEqual(["db", "media-new"]);
     expect((await waitForRsyncTransferPodsRunning(ctx)).kind).toBe("wait");
@@ -189,7 +189,7 @@ describe("RunRsyncOperations", () => {
     const { ctx, source } = await operations(TWO_NAMESPACE_SPEC);
     await runRsyncOperations(ctx);
     const pod = await source.get<
-      import("../../src/kube/objects").KubeObject & {
+      import("../../../src/kube/objects").KubeObject & {
         spec: { securityContext: Record<string, unknown>; restartPolicy: string; volumes: { name: string; secret?: { secretName: string } }[] };
       }
     >({ ...KINDS.Pod, namespace: "ops", name: podOf(ctx, 2, 1) });
@@ -203,12 +203,12 @@ describe("RunRsyncOperations", () => {
     const { ctx, source, destination } = await operations({ ...TWO_NAMESPACE_SPEC, transferIdentity: { runAsUser: 1234, runAsGroup: 5678 } });
     await runRsyncOperations(ctx);
     await createRsyncTransferPods(ctx);
-    const client = await source.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({
+    const client = await source.get<import("../../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({
       ...KINDS.Pod,
       namespace: "ops",
       name: podOf(ctx, 2, 1),
     });
-    const server = await destination.get<import("../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({
+    const server = await destination.get<import("../../../src/kube/objects").KubeObject & { spec: { securityContext: Record<string, unknown> } }>({
       ...KINDS.Pod,
       namespace: "shop",
       name: transferNames(ctx.dvm).serverPod,

@@ -7,15 +7,15 @@
 import type { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { CloudEvent, type CloudEventV1, HTTP } from "cloudevents";
 import { describe, expect, it, vi } from "vitest";
-import { EventBridgeSink } from "../../src/aws/eventBridgeSink";
-import { eventsConfigFromEnv, type PublishingMetrics, phaseEventsFromEnv } from "../../src/aws/eventPublisherFromEnv";
-import { HttpEventSink } from "../../src/events/httpSink";
-import { EventPublisher, type EventSink, SendError } from "../../src/events/publisher";
-import { phaseEventsHook, withEventFlush } from "../../src/events/runnerEvents";
-import { PHASE_COMPLETED } from "../../src/events/schema";
-import type { LedgerEntry } from "../../src/ledger";
-import type { LogAttributes, Logger } from "../../src/log";
-import type { RunResult, RunStats } from "../../src/runner/request";
+import { EventBridgeSink } from "../../../src/aws/eventBridgeSink";
+import { eventsConfigFromEnv, type PublishingMetrics, phaseEventsFromEnv } from "../../../src/aws/eventPublisherFromEnv";
+import { HttpEventSink } from "../../../src/events/httpSink";
+import { EventPublisher, type EventSink, SendError } from "../../../src/events/publisher";
+import { phaseEventsHook, withEventFlush } from "../../../src/events/runnerEvents";
+import { PHASE_COMPLETED } from "../../../src/events/schema";
+import type { LedgerEntry } from "../../../src/ledger";
+import type { LogAttributes, Logger } from "../../../src/log";
+import type { RunResult, RunStats } from "../../../src/runner/request";
 
 const event = (n: number) => new CloudEvent<unknown>({ id: `e-${n}`, source: "dvm-serverless/test", type: PHASE_COMPLETED, subject: "ns/dvm", data: { n } });
 

@@ -4,16 +4,16 @@
  * test/integration.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { findCondition } from "../../src/dvm/conditions";
-import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../src/dvm/itinerary";
-import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
-import type { ClusterResolver } from "../../src/kube/resolver";
-import { advance, type PhaseBody, type PhaseOutcome } from "../../src/phases/types";
-import type { ReconcileRequest } from "../../src/runner/request";
-import { PhaseRunner } from "../../src/runner/runner";
-import { FakeCluster } from "../support/fakeCluster";
-import { MemoryLedger } from "../support/memoryLedger";
-import { MemoryDvmStore } from "../support/memoryStore";
+import { findCondition } from "../../../src/dvm/conditions";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../../src/dvm/itinerary";
+import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
+import type { ClusterResolver } from "../../../src/kube/resolver";
+import { advance, type PhaseBody, type PhaseOutcome } from "../../../src/phases/types";
+import type { ReconcileRequest } from "../../../src/runner/request";
+import { PhaseRunner } from "../../../src/runner/runner";
+import { FakeCluster } from "../../support/fakeCluster";
+import { MemoryLedger } from "../../support/memoryLedger";
+import { MemoryDvmStore } from "../../support/memoryStore";
 
 /** In the DVM's own namespace (MemoryDvmStore's), which the default migration policy allows. */
 const SPEC = {

@@ -14,11 +14,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { phaseFunctionName } from "../../src/aws/functionLayout";
-import { packageService } from "../support/osls";
-import { missing } from "../support/requirements";
+import { phaseFunctionName } from "../../../src/aws/functionLayout";
+import { packageService } from "../../support/osls";
+import { missing } from "../../support/requirements";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const ROOT = join(import.meta.dirname, "..", "..", "..");
 const WORKFLOWS = join(ROOT, ".github", "workflows");
 const SCRIPTS = [
   "infra/kind/e2e.sh",

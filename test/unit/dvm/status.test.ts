@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { findCondition, hasBlocker, setCondition } from "../../src/dvm/conditions";
-import { enterFailure, enterPhase, positionOf } from "../../src/dvm/status";
-import { parseDvmSpec } from "../../src/dvm/types";
+import { findCondition, hasBlocker, setCondition } from "../../../src/dvm/conditions";
+import { enterFailure, enterPhase, positionOf } from "../../../src/dvm/status";
+import { parseDvmSpec } from "../../../src/dvm/types";
 
 const T0 = "2026-01-01T00:00:00.000Z";
 const T1 = "2026-01-01T00:01:00.000Z";

@@ -7,9 +7,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript (it runs before any dependency is installed), no declaration file.
-import { formatDuration, PACKAGES, remainingSeconds, STEPS } from "../../infra/bootstrap.mjs";
+import { formatDuration, PACKAGES, remainingSeconds, STEPS } from "../../../infra/bootstrap.mjs";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const ROOT = join(import.meta.dirname, "..", "..", "..");
 const SCRIPT = join(ROOT, "infra", "bootstrap.mjs");
 
 describe("bootstrap", () => {

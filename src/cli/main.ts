@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Entry point of the `dvm` command: bundled into dist/dvm.mjs (the package's bin, infra/cli/build.mjs),
+ * Entry point of the `dvm` command: bundled into dist/dvm.mjs (the package's bin, infra/dev/cli/build.mjs),
  * run through tsx by `npm run dvm --` in this repository.
  */
 import { processIo } from "./io";

@@ -1,6 +1,6 @@
 /**
  * DynamoDB Local (the official Java emulator) for tests, benchmarks and local runs. It is fetched on
- * first use by infra/dynamodb/fetch.sh into a cache outside the repo, so no manual step is needed.
+ * first use by infra/dev/dynamodb/fetch.sh into a cache outside the repo, so no manual step is needed.
  */
 import { execFile, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -45,7 +45,7 @@ export function dynamoLocalEmulatorDir(): string {
 export async function ensureDynamoLocalEmulator(): Promise<string> {
   const dir = dynamoLocalEmulatorDir();
   if (existsSync(join(dir, "DynamoDBLocal.jar"))) return dir;
-  const script = fileURLToPath(new URL("../../infra/dynamodb/fetch.sh", import.meta.url));
+  const script = fileURLToPath(new URL("../../infra/dev/dynamodb/fetch.sh", import.meta.url));
   const fetched = await new Promise<string>((resolve, reject) => {
     execFile("bash", [script], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`fetching DynamoDB Local failed (${script}):\n${stderr || error.message}`));

@@ -1,7 +1,7 @@
 /**
  * kwok, a fake kubelet, run out of cluster against a local (or any) API server. It manages only nodes
  * annotated kwok.x-k8s.io/node=fake and walks the pods bound to them through the stages in
- * infra/kwok/stages.yaml (Running, then Succeeded or Failed; deleted pods disappear).
+ * infra/dev/kwok/stages.yaml (Running, then Succeeded or Failed; deleted pods disappear).
  */
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";

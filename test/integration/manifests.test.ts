@@ -1,8 +1,8 @@
 /**
- * infra/k8s against real API servers (the run's "source" and "destination" clusters):
+ * infra/deploy/k8s against real API servers (the run's "source" and "destination" clusters):
  *
  * 1. Every manifest passes a server-side dry run (validation, defaulting, admission) — and so does the
- *    kind overlay (infra/kind/host) once rendered, when kubectl is here to render it.
+ *    kind overlay (infra/dev/kind/host) once rendered, when kubectl is here to render it.
  * 2. The RBAC is sufficient: the ClusterRoles and bindings are created for real (renamed per run, bound
  *    to ServiceAccounts in a test namespace), a token is minted for each ServiceAccount with the
  *    TokenRequest API, and
@@ -13,7 +13,7 @@
  *      destination with the remote relay-pods token;
  *    - calls outside the roles are refused (403), so the tokens really are the restricted ones.
  *    (test/unit/infra/manifests.test.ts proves the other direction: nothing beyond what the code calls.)
- * 3. The relay's container bundle (infra/relay/build.mjs) runs as a process: with the relay's restricted
+ * 3. The relay's container bundle (infra/deploy/relay/build.mjs) runs as a process: with the relay's restricted
  *    kubeconfig it becomes ready, invokes "Lambda" (a local stand-in answering 202) when a DVM is
  *    created, and exits 0 on SIGTERM.
  */
@@ -55,13 +55,13 @@ import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestF
 import { missing, otherEnvironment } from "../support/requirements";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const K8S_DIR = join(ROOT, "infra", "k8s");
-const KIND_OVERLAY = join(ROOT, "infra", "kind", "host");
+const K8S_DIR = join(ROOT, "infra", "deploy", "k8s");
+const KIND_OVERLAY = join(ROOT, "infra", "dev", "kind", "host");
 const clusters = testClusters();
 const run = `m${Date.now().toString(36)}`;
 const testNamespace = `rbac-${run}`;
 const FIELD_MANAGER = "dvm-manifests-test";
-/** The relay's Lease, the one name its Role lets it read and update (infra/k8s/relay-config.yaml). */
+/** The relay's Lease, the one name its Role lets it read and update (infra/deploy/k8s/relay-config.yaml). */
 const RELAY_LEASE = "dvm-relay";
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
@@ -127,7 +127,7 @@ async function ignoreMissing(promise: Promise<unknown>): Promise<void> {
 
 /**
  * Server-side dry run of one object: create with dryRun=All, or, when it exists already (the namespace
- * made for real, or an existing cluster that has infra/k8s applied), a dry-run server-side apply.
+ * made for real, or an existing cluster that has infra/deploy/k8s applied), a dry-run server-side apply.
  */
 async function dryRun(kc: KubeConfig, object: Manifest): Promise<KubernetesObject> {
   const api = KubernetesObjectApi.makeApiClient(kc);
@@ -160,7 +160,7 @@ async function poll<T>(what: string, check: () => Promise<T | undefined>, timeou
 
 /**
  * The RBAC objects of `docs`, made unique to this run so that they can be created for real next to
- * anything already on the cluster (an existing cluster may have infra/k8s applied): ClusterRoles and
+ * anything already on the cluster (an existing cluster may have infra/deploy/k8s applied): ClusterRoles and
  * ClusterRoleBindings get a suffix (roleRef follows); ServiceAccounts, Roles and RoleBindings move to the
  * test namespace (the relay's Lease is then made there). Token
  * Secrets are left out (nothing fills them without a controller-manager; tokens come from TokenRequest).
@@ -354,18 +354,18 @@ describe("server-side dry runs", () => {
     otherEnvironment(
       "the kind deployment path (kubectl on the PATH)",
       kubectl(),
-      "kubectl kustomize renders the kind overlay; CI does not install kubectl, infra/kind/e2e.sh runs this path",
+      "kubectl kustomize renders the kind overlay; CI does not install kubectl, infra/dev/kind/e2e.sh runs this path",
     ),
-  )("the kind overlay (infra/kind/host), rendered by kubectl kustomize, is accepted", async () => {
+  )("the kind overlay (infra/dev/kind/host), rendered by kubectl kustomize, is accepted", async () => {
     await ensureSystemNamespace(clusters.source);
     const rendered = await promisify(execFile)("kubectl", ["kustomize", KIND_OVERLAY], { encoding: "utf8" });
-    const docs = parseYaml(rendered.stdout, "kubectl kustomize infra/kind/host");
+    const docs = parseYaml(rendered.stdout, "kubectl kustomize infra/dev/kind/host");
     expect(docs.map((d) => d.kind)).toContain("Deployment");
     for (const doc of docs) await dryRun(clusters.source, doc);
   });
 });
 
-describe("the RBAC in infra/k8s is enough for the code", () => {
+describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
   it("refuses what the roles leave out (the tokens are the restricted identities)", async () => {
     const custom = (kc: KubeConfig) => kc.makeApiClient(CustomObjectsApi);
     const dvm = { group: DVM_GROUP, version: DVM_VERSION, namespace: testNamespace, plural: DVM_PLURAL };
@@ -630,7 +630,7 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
   });
 
   it("builds, becomes ready with the relay's token, invokes the function for a new DVM and exits 0 on SIGTERM", async () => {
-    const build = await promisify(execFile)(process.execPath, [join(ROOT, "infra", "relay", "build.mjs")], { cwd: ROOT, encoding: "utf8" });
+    const build = await promisify(execFile)(process.execPath, [join(ROOT, "infra", "deploy", "relay", "build.mjs")], { cwd: ROOT, encoding: "utf8" });
     expect(build.stdout).toMatch(/relay bundle: dist\/relay\/relay\.mjs/);
     const bundle = join(ROOT, "dist", "relay", "relay.mjs");
 

@@ -64,6 +64,6 @@ export function nodeModeSupport(binDir: string): NodeModeSupport {
     };
   }
   const binaries = NODE_BINARIES.filter((binary) => !existsSync(join(binDir, binary)));
-  if (binaries.length > 0) return { ok: false, reason: `node mode needs ${binaries.join(", ")} in ${binDir}: bash infra/controlplane/build.sh` };
+  if (binaries.length > 0) return { ok: false, reason: `node mode needs ${binaries.join(", ")} in ${binDir}: bash infra/dev/controlplane/build.sh` };
   return { ok: true };
 }

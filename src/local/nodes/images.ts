@@ -1,6 +1,6 @@
 /**
  * The two container images node mode runs, the pause image (containerd's sandbox_image) and the
- * transfer image (rsync, stunnel, openssl), built without any registry by infra/nodes/images.sh and
+ * transfer image (rsync, stunnel, openssl), built without any registry by infra/dev/nodes/images.sh and
  * cached under ~/.cache/dvm-controlplane/images. The script is run every time: it alone decides
  * whether the cache matches the current recipe, and a cached run takes a fraction of a second. What it
  * built is read from the images.env manifest whose path it prints last.
@@ -12,7 +12,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 
-export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../../infra/nodes/images.sh", import.meta.url));
+export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../../infra/dev/nodes/images.sh", import.meta.url));
 
 /** The script's exit code when this machine cannot build the images (not root, tools missing). */
 export const CANNOT_BUILD_EXIT_CODE = 2;

@@ -1,10 +1,10 @@
 /**
  * The parts of the kind + LocalStack workflow that can be checked without Docker:
- * - .github/workflows/*.yml pass actionlint (built by infra/tools/actionlint.sh when missing: never
+ * - .github/workflows/*.yml pass actionlint (built by infra/dev/tools/actionlint.sh when missing: never
  *   skipped), which also runs shellcheck on their `run:` scripts when shellcheck is installed;
  * - the shell scripts parse (bash -n) and pass shellcheck (when installed: Debian's shellcheck package);
  * - the workflow runs what it should (CI script, e2e script) with pinned actions and bounded time;
- * - `osls package --stage local` (what infra/kind/e2e.sh deploys to LocalStack) works offline and names
+ * - `osls package --stage local` (what infra/dev/kind/e2e.sh deploys to LocalStack) works offline and names
  *   the function, the ledger table and the SSM parameter the script and the kind overlay use.
  */
 import { execFile, spawnSync } from "node:child_process";
@@ -21,15 +21,15 @@ import { missing } from "../../support/requirements";
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const WORKFLOWS = join(ROOT, ".github", "workflows");
 const SCRIPTS = [
-  "infra/kind/e2e.sh",
-  "infra/localstack/start.sh",
-  "infra/tools/actionlint.sh",
+  "infra/dev/kind/e2e.sh",
+  "infra/dev/localstack/start.sh",
+  "infra/dev/tools/actionlint.sh",
   ".ci/run",
   ".ci/external-endpoints.sh",
-  "infra/controlplane/build.sh",
-  "infra/nodes/images.sh",
-  "infra/lib/build-steps.sh",
-  "infra/nodes/teardown.sh",
+  "infra/dev/controlplane/build.sh",
+  "infra/dev/nodes/images.sh",
+  "infra/dev/lib/build-steps.sh",
+  "infra/dev/nodes/teardown.sh",
 ];
 const run = promisify(execFile);
 const scratch = mkdtempSync(join(tmpdir(), "dvm-workflow-test-"));
@@ -45,7 +45,7 @@ describe("GitHub workflows", () => {
 
   beforeAll(async () => {
     // Idempotent: prints the cached binary's path at once, or builds it (Go module proxy) first.
-    const built = await run("bash", [join(ROOT, "infra", "tools", "actionlint.sh")], { cwd: ROOT, encoding: "utf8", timeout: 600_000 });
+    const built = await run("bash", [join(ROOT, "infra", "dev", "tools", "actionlint.sh")], { cwd: ROOT, encoding: "utf8", timeout: 600_000 });
     actionlint = built.stdout.trim().split("\n").at(-1)!;
   }, 600_000);
 
@@ -77,7 +77,7 @@ describe("GitHub workflows", () => {
     const runs = (job: string) => workflow.jobs[job]!.steps.flatMap((s) => (s.run ? [s.run] : []));
     // As root: the data-path tests run transfers as UID 0, and the set-up installs Debian packages itself.
     expect(runs("ci").filter((run) => /^sudo env .*\bbash \.ci\/run$/.test(run))).toHaveLength(1);
-    expect(runs("e2e-kind")).toContain("bash infra/kind/e2e.sh all");
+    expect(runs("e2e-kind")).toContain("bash infra/dev/kind/e2e.sh all");
     for (const [name, job] of Object.entries(workflow.jobs)) {
       expect(job["timeout-minutes"], name).toBeGreaterThan(0);
       expect(job["timeout-minutes"], name).toBeLessThanOrEqual(90);
@@ -112,8 +112,8 @@ describe("osls package --stage local (what e2e.sh deploys to LocalStack)", () =>
 
   it("has the phase function the kind relay invokes, reading the host kubeconfig from the parameter e2e.sh writes", () => {
     const name = phaseFunctionName("dvm-serverless", "local", "shared", "Started");
-    const script = readFileSync(join(ROOT, "infra", "kind", "e2e.sh"), "utf8");
-    const overlay = readFileSync(join(ROOT, "infra", "kind", "host", "kustomization.yaml"), "utf8");
+    const script = readFileSync(join(ROOT, "infra", "dev", "kind", "e2e.sh"), "utf8");
+    const overlay = readFileSync(join(ROOT, "infra", "dev", "kind", "host", "kustomization.yaml"), "utf8");
     expect(name).toBe("dvm-serverless-local-phase");
     expect(script).toContain('FUNCTION_NAME="$SERVICE-$STAGE-phase"');
     expect(script).toContain('KUBECONFIG_PARAMETER="/$SERVICE/$STAGE/host-kubeconfig"');

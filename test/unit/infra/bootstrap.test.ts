@@ -1,5 +1,5 @@
 /**
- * infra/bootstrap.mjs, the set-up behind `npm start` and `npm test`: it must run before node_modules
+ * infra/dev/bootstrap.mjs, the set-up behind `npm start` and `npm test`: it must run before node_modules
  * exists, keep its steps in one list, and give a remaining-time estimate that only goes down.
  */
 import { spawnSync } from "node:child_process";
@@ -7,10 +7,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript (it runs before any dependency is installed), no declaration file.
-import { formatDuration, PACKAGES, remainingSeconds, STEPS } from "../../../infra/bootstrap.mjs";
+import { formatDuration, PACKAGES, remainingSeconds, STEPS } from "../../../infra/dev/bootstrap.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
-const SCRIPT = join(ROOT, "infra", "bootstrap.mjs");
+const SCRIPT = join(ROOT, "infra", "dev", "bootstrap.mjs");
 
 describe("bootstrap", () => {
   it("imports nothing but Node's own modules", () => {
@@ -21,8 +21,8 @@ describe("bootstrap", () => {
 
   it("is what npm start and npm test run first", () => {
     const { scripts } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
-    expect(scripts.prestart).toBe("node infra/bootstrap.mjs start");
-    expect(scripts.pretest).toBe("node infra/bootstrap.mjs test");
+    expect(scripts.prestart).toBe("node infra/dev/bootstrap.mjs start");
+    expect(scripts.pretest).toBe("node infra/dev/bootstrap.mjs test");
   });
 
   it("has its steps in one ordered list: packages and dependencies before what needs them", () => {
@@ -71,6 +71,6 @@ describe("bootstrap", () => {
   it("rejects an unknown mode with its usage", () => {
     const result = spawnSync(process.execPath, [SCRIPT, "deploy"], { encoding: "utf8" });
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain("usage: node infra/bootstrap.mjs start|test");
+    expect(result.stderr).toContain("usage: node infra/dev/bootstrap.mjs start|test");
   });
 });

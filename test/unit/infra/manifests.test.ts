@@ -1,5 +1,5 @@
 /**
- * infra/k8s is least privilege and internally consistent, read as YAML (no cluster needed):
+ * infra/deploy/k8s is least privilege and internally consistent, read as YAML (no cluster needed):
  * - no "*" anywhere in an RBAC rule; the relay's roles have no write verb but on its one Lease;
  * - each ClusterRole grants exactly the (group, resource, verb) triples listed here, each with the code
  *   that needs it: a rule added without a caller, or a call added without a rule, fails this test
@@ -7,7 +7,7 @@
  * - the relay Deployment is locked down (non-root, read-only root, no capabilities, seccomp, probes on the
  *   health port the ConfigMap sets, resources), and its ConfigMap is accepted by the relay's own parser;
  * - no credentials are written anywhere; the kustomizations reference every file once;
- * - the image (infra/relay/Dockerfile) and the kind configs agree with the manifests and infra/kind/e2e.sh.
+ * - the image (infra/deploy/relay/Dockerfile) and the kind configs agree with the manifests and infra/dev/kind/e2e.sh.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -20,8 +20,8 @@ import { DEFAULT_HEALTH_PORT } from "../../../src/relay/health";
 import { otherEnvironment } from "../../support/requirements";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
-const K8S = join(ROOT, "infra", "k8s");
-const KIND = join(ROOT, "infra", "kind");
+const K8S = join(ROOT, "infra", "deploy", "k8s");
+const KIND = join(ROOT, "infra", "dev", "kind");
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
 type Doc = Record<string, any>;
@@ -144,7 +144,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
 };
 
-describe("RBAC in infra/k8s", () => {
+describe("RBAC in infra/deploy/k8s", () => {
   it("has the roles this test knows, and no others", () => {
     expect(roles.map((r) => r.doc.metadata.name).sort()).toEqual(Object.keys(EXPECTED).sort());
   });
@@ -345,7 +345,7 @@ describe("kustomizations", () => {
     return seen;
   }
 
-  it("the host (infra/k8s) and remote (infra/k8s/remote) builds together cover every manifest, each once per build", () => {
+  it("the host (infra/deploy/k8s) and remote (infra/deploy/k8s/remote) builds together cover every manifest, each once per build", () => {
     const host = resourcesOf(K8S);
     const remote = resourcesOf(join(K8S, "remote"));
     expect(new Set(host).size).toBe(host.length);
@@ -355,9 +355,9 @@ describe("kustomizations", () => {
     expect(remote.filter((f) => /relay-|phase-functions|trigger/.test(f))).toEqual([]);
   });
 
-  it("the kind overlay builds on infra/k8s and only replaces keys that exist", () => {
+  it("the kind overlay builds on infra/deploy/k8s and only replaces keys that exist", () => {
     const overlay = docsOf(join(KIND, "host", "kustomization.yaml"))[0]!;
-    expect(overlay.resources).toEqual(["../../k8s"]);
+    expect(overlay.resources).toEqual(["../../../deploy/k8s"]);
     expect(overlay.images).toEqual([{ name: "dvm-relay", newTag: "e2e" }]);
     const configPatch = (overlay.patches as Doc[]).find((p) => p.target.kind === "ConfigMap")!;
     const ops = parseAllDocuments(configPatch.patch)[0]!.toJS() as Array<{ op: string; path: string; value: string }>;
@@ -380,7 +380,7 @@ describe("kustomizations", () => {
     otherEnvironment(
       "the kind deployment path (kubectl on the PATH)",
       kubectl,
-      "kubectl kustomize renders the builds; CI does not install kubectl, infra/kind/e2e.sh runs this path",
+      "kubectl kustomize renders the builds; CI does not install kubectl, infra/dev/kind/e2e.sh runs this path",
     ),
   )("kubectl kustomize renders each build with the objects expected", () => {
     const render = (dir: string) => {
@@ -412,7 +412,7 @@ describe("kustomizations", () => {
 });
 
 describe("the relay image and the kind run", () => {
-  const dockerfile = readFileSync(join(ROOT, "infra", "relay", "Dockerfile"), "utf8");
+  const dockerfile = readFileSync(join(ROOT, "infra", "deploy", "relay", "Dockerfile"), "utf8");
   const instructions = dockerfile
     .split("\n")
     .filter((line) => line.trim() && !line.trim().startsWith("#"))
@@ -432,10 +432,10 @@ describe("the relay image and the kind run", () => {
 
   it("is built by npm run build:relay into dist/relay/relay.mjs, which the Dockerfile's context is", () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
-    expect(pkg.scripts["build:relay"]).toBe("node infra/relay/build.mjs");
-    expect(pkg.scripts["e2e:kind"]).toBe("bash infra/kind/e2e.sh");
-    expect(readFileSync(join(ROOT, "infra", "relay", "build.mjs"), "utf8")).toContain('join(ROOT, "dist", "relay", "relay.mjs")');
-    expect(readFileSync(join(KIND, "e2e.sh"), "utf8")).toContain('docker build -q -f infra/relay/Dockerfile -t "$RELAY_IMAGE" dist/relay');
+    expect(pkg.scripts["build:relay"]).toBe("node infra/deploy/relay/build.mjs");
+    expect(pkg.scripts["e2e:kind"]).toBe("bash infra/dev/kind/e2e.sh");
+    expect(readFileSync(join(ROOT, "infra", "deploy", "relay", "build.mjs"), "utf8")).toContain('join(ROOT, "dist", "relay", "relay.mjs")');
+    expect(readFileSync(join(KIND, "e2e.sh"), "utf8")).toContain('docker build -q -f infra/deploy/relay/Dockerfile -t "$RELAY_IMAGE" dist/relay');
   });
 
   it("kind configs: one node each, the names and contexts e2e.sh uses, pod and service ranges apart", () => {
@@ -455,8 +455,8 @@ describe("the relay image and the kind run", () => {
     expect(script).toContain('DVM_SOURCE_CONTEXT="$SOURCE_CONTEXT" DVM_DESTINATION_CONTEXT="$DESTINATION_CONTEXT"');
     expect(script).toContain('node_modules/.bin/osls deploy --stage "$STAGE"');
     expect(script).toMatch(/readonly STAGE=local\n/);
-    expect(script).toContain("src apply -k infra/kind/host");
-    expect(script).toContain("dst apply -k infra/k8s/remote");
+    expect(script).toContain("src apply -k infra/dev/kind/host");
+    expect(script).toContain("dst apply -k infra/deploy/k8s/remote");
     expect(dirname(join(KIND, "e2e.sh"))).toBe(KIND);
   });
 });

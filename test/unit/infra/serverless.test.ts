@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { inflateRawSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import ledgerTable from "../../../infra/ledger-table.json" with { type: "json" };
+import ledgerTable from "../../../infra/deploy/ledger-table.json" with { type: "json" };
 import { type FunctionLayout, phaseFunctionKeys, phaseFunctionName } from "../../../src/aws/functionLayout";
 import { EXECUTABLE_PHASES, PHASES } from "../../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
@@ -264,7 +264,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     }
   });
 
-  it("defines the ledger table exactly as infra/ledger-table.json, plus the stage's name", () => {
+  it("defines the ledger table exactly as infra/deploy/ledger-table.json, plus the stage's name", () => {
     const { resources } = get(layout);
     expect(resources.LedgerTable).toEqual({
       ...ledgerTable,
@@ -286,7 +286,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(trigger.Properties.Environment.Variables).toMatchObject({
       POWERTOOLS_SERVICE_NAME: "dvm-trigger",
       TRIGGER_ALLOWED_SOURCES: SOURCES[layout],
-      // Its own identity (infra/k8s/trigger-rbac.yaml): the phase functions' may not create DVMs.
+      // Its own identity (infra/deploy/k8s/trigger-rbac.yaml): the phase functions' may not create DVMs.
       DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
     });
     // Outgoing events are the phase functions' business.

@@ -6,7 +6,7 @@ describe("test requirements", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it("fails a suite whose prerequisite is missing under CI, naming it and how to get it", () => {
-    expect(() => missing("DynamoDB", undefined, "bash infra/dynamodb/fetch.sh", { CI: "true" })).toThrow(/DynamoDB is missing in CI.*fetch\.sh/);
+    expect(() => missing("DynamoDB", undefined, "bash infra/dev/dynamodb/fetch.sh", { CI: "true" })).toThrow(/DynamoDB is missing in CI.*fetch\.sh/);
     expect(missing("DynamoDB", "http://127.0.0.1:8000", "…", { CI: "true" })).toBe(false);
   });
 

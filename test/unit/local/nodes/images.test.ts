@@ -1,5 +1,5 @@
 /**
- * Reading infra/nodes/images.sh's manifest (images.env): what the node harness gets, and a clear error
+ * Reading infra/dev/nodes/images.sh's manifest (images.env): what the node harness gets, and a clear error
  * naming the entry when the file is not what it expects.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -10,17 +10,15 @@
  */
 import { z } from "zod";
 import { parseAllowList } from "../allowList";
+import { ENV, type Environment, parseEnvironment } from "../config/environment";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "./policy";
 
+/** The policy's variables (src/config/environment.ts), by the MigrationPolicy field each sets. */
 export const POLICY_ENV = {
-  adminNamespaces: "DVM_ADMIN_NAMESPACES",
-  transferImages: "DVM_TRANSFER_IMAGES",
-  defaultTransferImage: "DVM_DEFAULT_TRANSFER_IMAGE",
-} as const;
-
-export class PolicyConfigError extends Error {
-  override readonly name = "PolicyConfigError";
-}
+  adminNamespaces: ENV.adminNamespaces,
+  transferImages: ENV.transferImages,
+  defaultTransferImage: ENV.defaultTransferImage,
+} as const satisfies Record<keyof MigrationPolicy, string>;
 
 const namespacePattern = z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9][-a-z0-9]*\*)$/, 'must be a namespace name or a "prefix*"');
 const imagePattern = z.string().regex(/^[^\s,]+$/, "must be an image reference without spaces");
@@ -39,28 +37,28 @@ const listOf = (item: z.ZodString) =>
     .transform((text) => [...parseAllowList(text).patterns])
     .pipe(z.array(item));
 
-const EnvSchema = z.object({
+/** The policy's part of a deployable's environment schema (the phase function's, the local controller's). */
+export const POLICY_ENV_SHAPE = {
   [POLICY_ENV.adminNamespaces]: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
   [POLICY_ENV.transferImages]: listOf(imagePattern).default([]),
   [POLICY_ENV.defaultTransferImage]: z.preprocess(
     (value) => (typeof value === "string" && value.trim() === "" ? undefined : typeof value === "string" ? value.trim() : value),
     imagePattern.refine(isPinnedImage, 'must be pinned: a tag other than "latest", or @sha256:<digest>').default(DEFAULT_MIGRATION_POLICY.defaultTransferImage),
   ),
-});
+};
 
-/** Reads the policy from `env`; throws PolicyConfigError naming every bad variable. */
-export function parsePolicyEnv(env: Record<string, string | undefined>): MigrationPolicy {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const message = parsed.error.issues.map((issue) => `${String(issue.path[0] ?? "environment")}: ${issue.message}`).join("; ");
-    throw new PolicyConfigError(`migration policy: ${message}`);
-  }
-  const e = parsed.data;
+/** The policy out of an environment parsed with POLICY_ENV_SHAPE. */
+export function policyOf(e: z.output<z.ZodObject<typeof POLICY_ENV_SHAPE>>): MigrationPolicy {
   return {
     adminNamespaces: e[POLICY_ENV.adminNamespaces],
     transferImages: e[POLICY_ENV.transferImages],
     defaultTransferImage: e[POLICY_ENV.defaultTransferImage],
   };
+}
+
+/** Reads the policy from `env`; throws ConfigurationError naming every bad variable. */
+export function parsePolicyEnv(env: Environment): MigrationPolicy {
+  return policyOf(parseEnvironment(z.object(POLICY_ENV_SHAPE), env, "migration policy"));
 }
 
 /** The environment that makes parsePolicyEnv return `policy` (for a function started with it). */

@@ -8,12 +8,13 @@
  * namespaces stay Terminating, no ServiceAccount tokens. CRD generation and /status do work.
  */
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { startApiServer } from "./apiserver";
 import { PodBinder } from "./binder";
+import { localTools } from "./config";
 import { installCrds, readCrds } from "./crds";
 import { compactEtcd, startEtcd } from "./etcd";
 import { writeKubeconfig } from "./kubeconfig";
@@ -70,7 +71,7 @@ export interface ControlPlane {
 }
 
 export function defaultBinDir(): string {
-  return process.env.DVM_CONTROLPLANE_BIN ?? join(process.env.DVM_CACHE_DIR ?? join(homedir(), ".cache/dvm-controlplane"), "bin");
+  return localTools().controlPlaneBin;
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions): Promise<ControlPlane> {

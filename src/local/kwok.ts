@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
+import { childEnvironment } from "./config";
 import { statusCode } from "./crds";
 import { type ManagedProcess, spawnLogged, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
@@ -36,7 +37,7 @@ export async function startKwok(opts: {
     logFile,
     pidFile: opts.pidFile,
     // kwok also reads ~/.kwok/kwok.yaml when it exists; a private HOME keeps a developer's file out.
-    env: { ...process.env, HOME: opts.workDir },
+    env: childEnvironment({ HOME: opts.workDir }),
   });
 }
 

@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { localTools } from "../config";
 
 const execFileAsync = promisify(execFile);
 
@@ -36,7 +37,7 @@ export async function hostQuiet(command: string, args: readonly string[]): Promi
 }
 
 function onPath(tool: string): boolean {
-  const dirs = (process.env.PATH ?? "").split(":").concat(["/usr/sbin", "/sbin"]);
+  const dirs = localTools().path.concat(["/usr/sbin", "/sbin"]);
   return dirs.some((dir) => {
     try {
       accessSync(join(dir, tool), constants.X_OK);

@@ -11,6 +11,7 @@ import { isAbsolute } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { childEnvironment } from "../config";
 
 export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../../infra/dev/nodes/images.sh", import.meta.url));
 
@@ -41,14 +42,14 @@ export class NodeImagesError extends Error {
 export interface NodeImagesOptions {
   /** Each progress line of the script (its stderr). Default: written to this process's stderr. */
   onProgress?: (line: string) => void;
-  /** The script's environment (DVM_CACHE_DIR, KUBE_VERSION, DVM_DEBIAN_MIRROR...). Default process.env. */
+  /** The script's environment (DVM_CACHE_DIR, KUBE_VERSION, DVM_DEBIAN_MIRROR...). Default this process's. */
   env?: NodeJS.ProcessEnv;
 }
 
 /** Builds the images when the cache does not have them for the current recipe, and returns them. */
 export async function ensureNodeImages(options: NodeImagesOptions = {}): Promise<NodeImages> {
   const onProgress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const { code, stdout, lastLines } = await runScript(options.env ?? process.env, onProgress);
+  const { code, stdout, lastLines } = await runScript(options.env ?? childEnvironment(), onProgress);
   if (code === CANNOT_BUILD_EXIT_CODE) {
     throw new NodeImagesUnavailableError(lastLines.at(-1)?.replace(/^\[images\] /, "") ?? `${NODE_IMAGES_SCRIPT} cannot build here`);
   }

@@ -9,6 +9,8 @@ import { CloudEvent, type CloudEventV1, HTTP } from "cloudevents";
 import { describe, expect, it, vi } from "vitest";
 import { EventBridgeSink } from "../../../src/aws/eventBridgeSink";
 import { eventsConfigFromEnv, type PublishingMetrics, phaseEventsFromEnv } from "../../../src/aws/eventPublisherFromEnv";
+import { ENV } from "../../../src/config/environment";
+import { ConfigurationError } from "../../../src/config/error";
 import { HttpEventSink } from "../../../src/events/httpSink";
 import { EventPublisher, type EventSink, SendError } from "../../../src/events/publisher";
 import { phaseEventsHook, withEventFlush } from "../../../src/events/runnerEvents";
@@ -325,6 +327,15 @@ describe("withEventFlush", () => {
   });
 });
 
+function captureError(f: () => unknown): Error {
+  try {
+    f();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error("expected an error");
+}
+
 describe("events settings from the environment", () => {
   it("are off unless DVM_EVENTS_SINK says otherwise", () => {
     expect(eventsConfigFromEnv({})).toBeUndefined();
@@ -346,13 +357,19 @@ describe("events settings from the environment", () => {
   });
 
   it.each([
-    [{ DVM_EVENTS_SINK: "kafka" }, /DVM_EVENTS_SINK must be one of/],
-    [{ DVM_EVENTS_SINK: "http" }, /DVM_EVENTS_HTTP_URL must be set/],
-    [{ DVM_EVENTS_SINK: "http", DVM_EVENTS_HTTP_URL: "not a url with a t0ken" }, /not a usable http\(s\) URL$/],
-    [{ DVM_EVENTS_SINK: "http", DVM_EVENTS_HTTP_URL: "https://x", DVM_EVENTS_HTTP_MODE: "batch" }, /structured or binary/],
-    [{ DVM_EVENTS_SINK: "eventbridge", DVM_EVENTS_FLUSH_MS: "-1" }, /DVM_EVENTS_FLUSH_MS must be a positive integer/],
-  ])("name a bad setting (%o) without quoting the URL", (env, message) => {
-    expect(() => eventsConfigFromEnv(env)).toThrow(message);
+    [{ [ENV.eventsSink]: "kafka" }, ENV.eventsSink, "must be one of eventbridge, http, none"],
+    [{ [ENV.eventsSink]: "http" }, ENV.eventsHttpUrl, "must be set when DVM_EVENTS_SINK is http"],
+    [{ [ENV.eventsSink]: "http", [ENV.eventsHttpUrl]: "not a url with a t0ken" }, ENV.eventsHttpUrl, "is not a usable http(s) URL"],
+    [{ [ENV.eventsSink]: "http", [ENV.eventsHttpUrl]: "ftp://x/t0ken" }, ENV.eventsHttpUrl, "is not a usable http(s) URL"],
+    [{ [ENV.eventsSink]: "http", [ENV.eventsHttpUrl]: "https://x", [ENV.eventsHttpMode]: "batch" }, ENV.eventsHttpMode, "must be structured or binary"],
+    [{ [ENV.eventsSink]: "eventbridge", [ENV.eventsFlushMs]: "-1" }, ENV.eventsFlushMs, "must be a whole number"],
+    [{ [ENV.eventsSink]: "eventbridge", [ENV.eventsQueue]: "0" }, ENV.eventsQueue, "Too small"],
+  ])("name a bad setting (%o) without quoting the URL", (env, variable, problem) => {
+    const error = captureError(() => eventsConfigFromEnv(env));
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error).toMatchObject({ variable });
+    expect(error.message).toContain(`${variable}: ${problem}`);
+    expect(error.message).not.toContain("t0ken");
   });
 
   it("turn events off, with an error in the log, when misconfigured: the phase function still runs", () => {

@@ -6,8 +6,9 @@
 import { hostname } from "node:os";
 import type { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { afterEach, describe, expect, it } from "vitest";
+import { ConfigurationError } from "../../../src/config/error";
 import { silentLogger } from "../../../src/log";
-import { parseRelayEnv, RelayConfigError } from "../../../src/relay/config";
+import { parseRelayEnv } from "../../../src/relay/config";
 import { type HealthServer, startHealthServer } from "../../../src/relay/health";
 import { functionPerPhase, LambdaInvokeError, LambdaTransport, RemoteFunctionError, sharedFunction } from "../../../src/relay/lambdaTransport";
 import { InProcessTransport } from "../../../src/relay/transport";
@@ -126,6 +127,8 @@ describe("health server", () => {
 describe("relay environment", () => {
   it("reads a complete environment with defaults", () => {
     expect(parseRelayEnv({ RELAY_FUNCTION_NAME: "dvm-phase" })).toEqual({
+      inCluster: false,
+      logLevel: "info",
       target: { kind: "shared", name: "dvm-phase" },
       invocationType: "Event",
       healthPort: 8080,
@@ -195,8 +198,9 @@ describe("relay environment", () => {
     [{ RELAY_FUNCTION_NAME: "a", RELAY_RESYNC_MS: "-5" }, "RELAY_RESYNC_MS"],
     [{ RELAY_FUNCTION_NAME: "a", RELAY_NAMESPACE: "Not_A_Namespace" }, "RELAY_NAMESPACE"],
     [{ RELAY_FUNCTION_NAME: "a", RELAY_POD_CLUSTERS: "source" }, "RELAY_POD_CLUSTERS"],
+    [{ RELAY_FUNCTION_NAME: "a", LOG_LEVEL: "loud" }, "LOG_LEVEL"],
   ])("rejects %o naming %s", (env, variable) => {
-    expect(() => parseRelayEnv(env)).toThrow(RelayConfigError);
+    expect(() => parseRelayEnv(env)).toThrow(ConfigurationError);
     expect(() => parseRelayEnv(env)).toThrow(new RegExp(`${variable}:`));
   });
 });

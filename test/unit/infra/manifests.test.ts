@@ -3,7 +3,7 @@
  * - no "*" anywhere in an RBAC rule; the relay's roles have no write verb but on its one Lease;
  * - each ClusterRole grants exactly the (group, resource, verb) triples listed here, each with the code
  *   that needs it: a rule added without a caller, or a call added without a rule, fails this test
- *   (test/integration/manifests.test.ts proves these are enough, on a real API server);
+ *   (test/integration/manifests/rbac.test.ts proves these are enough, on a real API server);
  * - the relay Deployment is locked down (non-root, read-only root, no capabilities, seccomp, probes on the
  *   health port the ConfigMap sets, resources), and its ConfigMap is accepted by the relay's own parser;
  * - no credentials are written anywhere; the kustomizations reference every file once;

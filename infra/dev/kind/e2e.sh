@@ -35,7 +35,7 @@ readonly DVM_NAMESPACE=dvm-e2e
 readonly APP_NAMESPACE=e2e-app
 readonly WORK_DIR="${E2E_WORK_DIR:-$ROOT/.dvm/e2e}"
 readonly E2E_TIMEOUT="${E2E_TIMEOUT:-900}"
-readonly DEFAULT_SUITE="test/integration/manifests/rbac.test.ts test/integration/ledger.test.ts"
+readonly DEFAULT_SUITE="test/integration/manifests/ test/integration/ledger.test.ts"
 
 mkdir -p "$WORK_DIR"
 # A kubeconfig of its own: the user's ~/.kube/config is never touched.

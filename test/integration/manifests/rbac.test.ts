@@ -1,45 +1,21 @@
 /**
- * infra/deploy/k8s against real API servers (the run's "source" and "destination" clusters):
- *
- * 1. Every manifest passes a server-side dry run (validation, defaulting, admission) — and so does the
- *    kind overlay (infra/dev/kind/host) once rendered, when kubectl is here to render it.
- * 2. The RBAC is sufficient: the ClusterRoles and bindings are created for real (renamed per run, bound
- *    to ServiceAccounts in a test namespace), a token is minted for each ServiceAccount with the
- *    TokenRequest API, and
- *    - a whole migration runs to Completed with the phase functions' host identity (host + transfer
- *      roles) as the host kubeconfig, and the transfer-side identity in the destination's kubeconfig
- *      Secret;
- *    - the relay (in-process) syncs and forwards with the relay's token, watching pods on the
- *      destination with the remote relay-pods token;
- *    - calls outside the roles are refused (403), so the tokens really are the restricted ones.
- *    (test/unit/infra/manifests.test.ts proves the other direction: nothing beyond what the code calls.)
- * 3. The relay's container bundle (infra/deploy/relay/build.mjs) runs as a process: with the relay's restricted
- *    kubeconfig it becomes ready, invokes "Lambda" (a local stand-in answering 202) when a DVM is
- *    created, and exits 0 on SIGTERM.
+ * The RBAC in infra/deploy/k8s is sufficient, on real API servers (the run's "source" and "destination"
+ * clusters): the ClusterRoles and bindings are created for real (renamed per run, bound to
+ * ServiceAccounts in a test namespace, test/support/rbacIdentities.ts), a token is minted for each
+ * ServiceAccount with the TokenRequest API, and
+ *  - a whole migration runs to Completed with the phase functions' host identity (host + transfer
+ *    roles) as the host kubeconfig, and the transfer-side identity in the destination's kubeconfig Secret;
+ *  - the relay (in-process) syncs and forwards with the relay's token, watching pods on the destination
+ *    with the remote relay-pods token;
+ *  - calls outside the roles are refused (403), so the tokens really are the restricted ones.
+ * (test/unit/infra/manifests.test.ts proves the other direction: nothing beyond what the code calls.)
  */
-import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
-import { promisify } from "node:util";
-import {
-  AuthorizationV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-  setHeaderOptions,
-} from "@kubernetes/client-node";
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseAllDocuments, stringify } from "yaml";
 import { findCondition } from "../../../src/dvm/conditions";
 import { ITINERARIES } from "../../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../../src/dvm/types";
 import { KubeCluster } from "../../../src/kube/kubeCluster";
-import { findFreePort } from "../../../src/local/ports";
 import { jsonLogger } from "../../../src/log";
 import { PHASE_BODIES } from "../../../src/phases";
 import { LABEL } from "../../../src/phases/names";
@@ -50,209 +26,32 @@ import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import type { PhaseRunner } from "../../../src/runner/runner";
 import { testClusters } from "../../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../../support/dynamo";
-import { startLambdaStandIn } from "../../support/lambdaStandIn";
+import { ignoreExists, type Manifest, poll, statusCode } from "../../support/manifests";
 import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../../support/migration";
+import { allowed, createRestrictedIdentities, type Identity, RELAY_LEASE, type RestrictedIdentities } from "../../support/rbacIdentities";
 import { missing, otherEnvironment } from "../../support/requirements";
 
-const ROOT = join(import.meta.dirname, "..", "..", "..");
-const K8S_DIR = join(ROOT, "infra", "deploy", "k8s");
-const KIND_OVERLAY = join(ROOT, "infra", "dev", "kind", "host");
 const clusters = testClusters();
 const run = `m${Date.now().toString(36)}`;
 const testNamespace = `rbac-${run}`;
-const FIELD_MANAGER = "dvm-manifests-test";
-/** The relay's Lease, the one name its Role lets it read and update (infra/deploy/k8s/relay-config.yaml). */
-const RELAY_LEASE = "dvm-relay";
 
-// biome-ignore lint/suspicious/noExplicitAny: parsed YAML/JSON, walked freely by the test
-type Manifest = KubernetesObject & Record<string, any>;
+let identities: RestrictedIdentities;
+let phaseFunctions: Identity;
+let relayIdentity: Identity;
+let transferDestination: Identity;
+let relayPodsDestination: Identity;
+let trigger: Identity;
+let hostRbac: Manifest[];
+let remoteRbac: Manifest[];
 
-// ---------------------------------------------------------------------------------------------------
-// Reading the manifests
+beforeAll(async () => {
+  identities = await createRestrictedIdentities(clusters, run, testNamespace);
+  ({ phaseFunctions, relay: relayIdentity, transferDestination, relayPodsDestination, trigger, hostRbac, remoteRbac } = identities);
+});
 
-function yamlFiles(dir: string): string[] {
-  return readdirSync(dir)
-    .flatMap((entry) => {
-      const path = join(dir, entry);
-      if (statSync(path).isDirectory()) return yamlFiles(path);
-      return /\.ya?ml$/.test(entry) && entry !== "kustomization.yaml" ? [path] : [];
-    })
-    .sort();
-}
-
-function parseYaml(text: string, origin: string): Manifest[] {
-  return parseAllDocuments(text).flatMap((doc) => {
-    if (doc.errors.length > 0) throw new Error(`${origin}: ${doc.errors[0]!.message}`);
-    const value = doc.toJS() as Manifest | null;
-    return value ? [value] : [];
-  });
-}
-
-function manifests(file: string): Manifest[] {
-  return parseYaml(readFileSync(file, "utf8"), relative(ROOT, file));
-}
-
-const describeObject = (m: Manifest) => `${m.kind} ${m.metadata?.namespace ? `${m.metadata.namespace}/` : ""}${m.metadata?.name}`;
-const clone = <T>(value: T): T => structuredClone(value);
-
-function kubectl(): string | undefined {
-  const found = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" });
-  return found.status === 0 ? "kubectl" : undefined;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// API helpers
-
-function statusCode(error: unknown): number | undefined {
-  const e = error as { code?: number; statusCode?: number; response?: { statusCode?: number } };
-  return e.code ?? e.statusCode ?? e.response?.statusCode;
-}
-
-async function ignoreExists<T>(promise: Promise<T>): Promise<T | undefined> {
-  try {
-    return await promise;
-  } catch (error) {
-    if (statusCode(error) === 409) return undefined;
-    throw error;
-  }
-}
-
-async function ignoreMissing(promise: Promise<unknown>): Promise<void> {
-  try {
-    await promise;
-  } catch (error) {
-    if (statusCode(error) !== 404) throw error;
-  }
-}
-
-/**
- * Server-side dry run of one object: create with dryRun=All, or, when it exists already (the namespace
- * made for real, or an existing cluster that has infra/deploy/k8s applied), a dry-run server-side apply.
- */
-async function dryRun(kc: KubeConfig, object: Manifest): Promise<KubernetesObject> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  try {
-    return await api.create(clone(object), undefined, "All", FIELD_MANAGER);
-  } catch (error) {
-    if (statusCode(error) !== 409) throw new Error(`dry run of ${describeObject(object)}: ${errorText(error)}`);
-    return api.patch(clone(object), undefined, "All", FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  }
-}
-
-function errorText(error: unknown): string {
-  const e = error as { body?: unknown; message?: string };
-  const body = typeof e.body === "string" ? e.body : JSON.stringify(e.body);
-  return `${e.message ?? String(error)} ${body ?? ""}`.trim();
-}
-
-async function poll<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Restricted identities from the manifests
-
-/**
- * The RBAC objects of `docs`, made unique to this run so that they can be created for real next to
- * anything already on the cluster (an existing cluster may have infra/deploy/k8s applied): ClusterRoles and
- * ClusterRoleBindings get a suffix (roleRef follows); ServiceAccounts, Roles and RoleBindings move to the
- * test namespace (the relay's Lease is then made there). Token
- * Secrets are left out (nothing fills them without a controller-manager; tokens come from TokenRequest).
- */
-function instantiate(docs: Manifest[]): Manifest[] {
-  const suffix = `-${run}`;
-  return docs.flatMap((doc): Manifest[] => {
-    const copy = clone(doc);
-    switch (doc.kind) {
-      case "ClusterRole":
-        copy.metadata!.name += suffix;
-        return [copy];
-      case "ClusterRoleBinding":
-        copy.metadata!.name += suffix;
-        copy.roleRef.name += suffix;
-        copy.subjects = copy.subjects.map((s: { namespace?: string }) => ({ ...s, namespace: testNamespace }));
-        return [copy];
-      case "ServiceAccount":
-        copy.metadata!.namespace = testNamespace;
-        delete copy.metadata!.annotations;
-        return [copy];
-      case "Role":
-        copy.metadata!.namespace = testNamespace;
-        return [copy];
-      case "RoleBinding":
-        copy.metadata!.namespace = testNamespace;
-        copy.subjects = copy.subjects.map((s: { namespace?: string }) => ({ ...s, namespace: testNamespace }));
-        return [copy];
-      default:
-        return [];
-    }
-  });
-}
-
-async function createAll(kc: KubeConfig, objects: Manifest[]): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  for (const object of objects) await ignoreExists(api.create(clone(object)));
-}
-
-async function deleteAll(kc: KubeConfig, objects: Manifest[]): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  for (const object of [...objects].reverse()) await ignoreMissing(api.delete(clone(object))).catch(() => undefined);
-}
-
-/** A kubeconfig for `serviceAccount` (in the test namespace) on the cluster of `admin`, with a fresh token. */
-async function serviceAccountKubeConfig(admin: KubeConfig, serviceAccount: string): Promise<{ kc: KubeConfig; text: string }> {
-  const response = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
-    name: serviceAccount,
-    namespace: testNamespace,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const token = response.status?.token;
-  if (!token) throw new Error(`no token for ServiceAccount ${testNamespace}/${serviceAccount}`);
-  const cluster = admin.getCurrentCluster();
-  if (!cluster) throw new Error("admin kubeconfig has no current cluster");
-  const text = stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: "cluster",
-        cluster: {
-          server: cluster.server,
-          ...(cluster.caData ? { "certificate-authority-data": cluster.caData } : {}),
-          ...(cluster.caFile ? { "certificate-authority": cluster.caFile } : {}),
-          ...(cluster.skipTLSVerify ? { "insecure-skip-tls-verify": true } : {}),
-        },
-      },
-    ],
-    users: [{ name: serviceAccount, user: { token } }],
-    contexts: [{ name: serviceAccount, context: { cluster: "cluster", user: serviceAccount } }],
-    "current-context": serviceAccount,
-  });
-  const kc = new KubeConfig();
-  kc.loadFromString(text);
-  return { kc, text };
-}
-
-/** Whether `kc`'s user may do `verb` on `resource` (RBAC caches catch up with new bindings quickly). */
-async function allowed(
-  kc: KubeConfig,
-  attributes: { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string },
-): Promise<boolean> {
-  const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
-    body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { resourceAttributes: { group: "", ...attributes } } },
-  });
-  return review.status?.allowed === true;
-}
-
-async function untilAllowed(kc: KubeConfig, attributes: Parameters<typeof allowed>[1]): Promise<void> {
-  await poll(`RBAC to allow ${attributes.verb} ${attributes.resource}`, async () => ((await allowed(kc, attributes)) ? true : undefined));
-}
+afterAll(async () => {
+  await identities?.remove();
+});
 
 async function expectForbidden(call: Promise<unknown>): Promise<void> {
   const code = await call.then(
@@ -261,109 +60,6 @@ async function expectForbidden(call: Promise<unknown>): Promise<void> {
   );
   expect(code).toBe(403);
 }
-
-// ---------------------------------------------------------------------------------------------------
-
-const hostRbac = instantiate([
-  ...manifests(join(K8S_DIR, "common", "transfer-clusterrole.yaml")),
-  ...manifests(join(K8S_DIR, "relay-rbac.yaml")),
-  ...manifests(join(K8S_DIR, "phase-functions-rbac.yaml")),
-  ...manifests(join(K8S_DIR, "trigger-rbac.yaml")),
-]);
-const remoteRbac = instantiate([...manifests(join(K8S_DIR, "common", "transfer-clusterrole.yaml")), ...manifests(join(K8S_DIR, "remote", "identities.yaml"))]);
-
-let phaseFunctions: { kc: KubeConfig; text: string };
-let relayIdentity: { kc: KubeConfig; text: string };
-let transferDestination: { kc: KubeConfig; text: string };
-let relayPodsDestination: { kc: KubeConfig; text: string };
-let trigger: { kc: KubeConfig; text: string };
-
-beforeAll(async () => {
-  for (const kc of [clusters.source, clusters.destination]) {
-    await ignoreExists(kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: testNamespace } } }));
-  }
-  await createAll(clusters.source, hostRbac);
-  await createAll(clusters.destination, remoteRbac);
-  phaseFunctions = await serviceAccountKubeConfig(clusters.source, "dvm-phase-functions");
-  relayIdentity = await serviceAccountKubeConfig(clusters.source, "dvm-relay");
-  transferDestination = await serviceAccountKubeConfig(clusters.destination, "dvm-transfer");
-  relayPodsDestination = await serviceAccountKubeConfig(clusters.destination, "dvm-relay-pods");
-  trigger = await serviceAccountKubeConfig(clusters.source, "dvm-trigger");
-  // The authorizer's caches learn new bindings asynchronously.
-  await untilAllowed(phaseFunctions.kc, { verb: "get", group: DVM_GROUP, resource: DVM_PLURAL, namespace: testNamespace });
-  await untilAllowed(phaseFunctions.kc, { verb: "create", resource: "pods", namespace: testNamespace });
-  await untilAllowed(relayIdentity.kc, { verb: "watch", group: DVM_GROUP, resource: DVM_PLURAL });
-  await untilAllowed(relayIdentity.kc, { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: testNamespace, name: RELAY_LEASE });
-  await untilAllowed(transferDestination.kc, { verb: "create", resource: "pods", namespace: testNamespace });
-  await untilAllowed(relayPodsDestination.kc, { verb: "watch", resource: "pods" });
-  await untilAllowed(trigger.kc, { verb: "create", group: DVM_GROUP, resource: DVM_PLURAL, namespace: testNamespace });
-});
-
-afterAll(async () => {
-  // Namespaces are never emptied on the harness's control planes (no controller-manager): remove what
-  // this file created in its namespace, so that no relay of a later test file sees it.
-  const dvms = { group: DVM_GROUP, version: DVM_VERSION, namespace: testNamespace };
-  for (const plural of [DVM_PLURAL, DVMP_PLURAL]) {
-    await clusters.source
-      .makeApiClient(CustomObjectsApi)
-      .deleteCollectionNamespacedCustomObject({ ...dvms, plural })
-      .catch(() => undefined);
-  }
-  for (const kc of [clusters.source, clusters.destination]) {
-    await kc
-      .makeApiClient(CoreV1Api)
-      .deleteCollectionNamespacedPod({ namespace: testNamespace, gracePeriodSeconds: 0 })
-      .catch(() => undefined);
-  }
-  await deleteAll(clusters.source, hostRbac);
-  await deleteAll(clusters.destination, remoteRbac);
-  for (const kc of [clusters.source, clusters.destination]) {
-    await ignoreMissing(kc.makeApiClient(CoreV1Api).deleteNamespace({ name: testNamespace })).catch(() => undefined);
-  }
-});
-
-describe("server-side dry runs", () => {
-  const hostFiles = yamlFiles(K8S_DIR).filter((f) => !f.includes(`${join("k8s", "remote")}`));
-  const remoteFiles = yamlFiles(join(K8S_DIR, "remote"));
-
-  /** The namespace has to exist for a dry run of the objects in it: made for real, once per cluster. */
-  async function ensureSystemNamespace(kc: KubeConfig): Promise<void> {
-    const [namespace] = manifests(join(K8S_DIR, "common", "namespace.yaml"));
-    await ignoreExists(KubernetesObjectApi.makeApiClient(kc).create(clone(namespace!)));
-  }
-
-  it.each(hostFiles.map((f) => [relative(ROOT, f), f]))("%s is accepted by the host cluster", async (_name, file) => {
-    await ensureSystemNamespace(clusters.source);
-    const docs = manifests(file);
-    expect(docs.length).toBeGreaterThan(0);
-    for (const doc of docs) {
-      const result = await dryRun(clusters.source, doc);
-      expect(result.metadata?.name, describeObject(doc)).toBe(doc.metadata?.name);
-    }
-  });
-
-  it.each(remoteFiles.map((f) => [relative(ROOT, f), f]))("%s is accepted by a source/destination cluster", async (_name, file) => {
-    await ensureSystemNamespace(clusters.destination);
-    for (const doc of manifests(file)) {
-      const result = await dryRun(clusters.destination, doc);
-      expect(result.metadata?.name, describeObject(doc)).toBe(doc.metadata?.name);
-    }
-  });
-
-  it.skipIf(
-    otherEnvironment(
-      "the kind deployment path (kubectl on the PATH)",
-      kubectl(),
-      "kubectl kustomize renders the kind overlay; CI does not install kubectl, infra/dev/kind/e2e.sh runs this path",
-    ),
-  )("the kind overlay (infra/dev/kind/host), rendered by kubectl kustomize, is accepted", async () => {
-    await ensureSystemNamespace(clusters.source);
-    const rendered = await promisify(execFile)("kubectl", ["kustomize", KIND_OVERLAY], { encoding: "utf8" });
-    const docs = parseYaml(rendered.stdout, "kubectl kustomize infra/dev/kind/host");
-    expect(docs.map((d) => d.kind)).toContain("Deployment");
-    for (const doc of docs) await dryRun(clusters.source, doc);
-  });
-});
 
 describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
   it("refuses what the roles leave out (the tokens are the restricted identities)", async () => {
@@ -613,100 +309,5 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
       const ran = new Set(results.flatMap((r) => ("phase" in r ? [r.phase] : [])));
       for (const phase of ITINERARIES.VolumeMigration) expect(ran.has(phase), phase).toBe(true);
     });
-  });
-});
-
-// ---------------------------------------------------------------------------------------------------
-// The relay bundle as a process
-
-describe("the relay bundle (dist/relay/relay.mjs)", () => {
-  let child: ChildProcess | undefined;
-  let lambda: Awaited<ReturnType<typeof startLambdaStandIn>> | undefined;
-  let output = "";
-
-  afterAll(async () => {
-    if (child && child.exitCode === null) child.kill("SIGKILL");
-    await lambda?.close();
-  });
-
-  it("builds, becomes ready with the relay's token, invokes the function for a new DVM and exits 0 on SIGTERM", async () => {
-    const build = await promisify(execFile)(process.execPath, [join(ROOT, "infra", "deploy", "relay", "build.mjs")], { cwd: ROOT, encoding: "utf8" });
-    expect(build.stdout).toMatch(/relay bundle: dist\/relay\/relay\.mjs/);
-    const bundle = join(ROOT, "dist", "relay", "relay.mjs");
-
-    lambda = await startLambdaStandIn();
-    const dir = mkdtempSync(join(tmpdir(), "dvm-relay-bundle-"));
-    const kubeconfig = join(dir, "relay.kubeconfig");
-    writeFileSync(kubeconfig, relayIdentity.text, { mode: 0o600 });
-    const healthPort = await findFreePort();
-    const functionName = `dvm-it-${run}-phase`;
-    // A clean environment: only what the Deployment's ConfigMap and Secret would give it.
-    child = spawn(process.execPath, [bundle], {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH ?? "",
-        KUBECONFIG: kubeconfig,
-        RELAY_FUNCTION_NAME: functionName,
-        RELAY_NAMESPACE: testNamespace,
-        // Leader election with the relay's own Role (moved to the test namespace): the bundle creates
-        // the Lease, leads, and only then forwards.
-        RELAY_LEASE_NAMESPACE: testNamespace,
-        POD_NAME: "dvm-relay-bundle",
-        RELAY_HEALTH_PORT: String(healthPort),
-        RELAY_RESYNC_MS: "0",
-        AWS_REGION: "us-east-1",
-        AWS_ACCESS_KEY_ID: "test",
-        AWS_SECRET_ACCESS_KEY: "test",
-        AWS_ENDPOINT_URL_LAMBDA: lambda.url,
-        LOG_LEVEL: "debug",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child!.once("exit", (code, signal) => resolve({ code, signal })),
-    );
-    const alive = () => {
-      if (child!.exitCode !== null) throw new Error(`the relay exited with ${child!.exitCode}:\n${output}`);
-    };
-
-    const health = `http://127.0.0.1:${healthPort}`;
-    const ready = await poll(
-      "the bundle's /readyz",
-      async () => {
-        alive();
-        const response = await fetch(`${health}/readyz`);
-        return response.status === 200 ? ((await response.json()) as { status: string; role: string }) : undefined;
-      },
-      60_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${output}`);
-    });
-    expect(ready).toMatchObject({ status: "ready", role: "leader" });
-    expect((await fetch(`${health}/healthz`)).status).toBe(200);
-
-    const dvm = await createDvm(clusters.source, testNamespace, "bundle", {
-      persistentVolumeClaims: [{ name: "data", namespace: testNamespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
-    });
-    const invocation = await poll("an Invoke call for the new DVM", async () => {
-      alive();
-      return lambda!.invocations.find((i) => i.payload.uid === dvm.metadata.uid);
-    }).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${output}`);
-    });
-    expect(invocation).toMatchObject({
-      functionName,
-      invocationType: "Event",
-      payload: { uid: dvm.metadata.uid, namespace: testNamespace, name: "bundle" },
-    });
-
-    child.kill("SIGTERM");
-    const end = await exited;
-    expect(end, output).toEqual({ code: 0, signal: null });
-    expect(output).toMatch(/"stopping"/);
-    // A clean stop hands the Lease back, so a standby would take over at once.
-    const released = await clusters.source.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: testNamespace, name: RELAY_LEASE });
-    expect(released.spec?.holderIdentity).toBe("");
   });
 });

@@ -15,6 +15,7 @@ import type { MetricsWriter } from "../../../src/aws/phaseMetrics";
 import { powertoolsLogger } from "../../../src/aws/powertoolsLogger";
 import { parseReconcileEvent } from "../../../src/aws/reconcileEvent";
 import { runnerFromEnv } from "../../../src/aws/runnerFromEnv";
+import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
 import { KubeApiError } from "../../../src/kube/errors";
 import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../../src/ledger";
@@ -271,7 +272,7 @@ describe("kubeconfig source", () => {
 
 describe("runnerFromEnv", () => {
   it("refuses a bad migration policy setting with a configuration error naming the variable", async () => {
-    const runner = runnerFromEnv({ LEDGER_TABLE_NAME: "t", DVM_DEFAULT_TRANSFER_IMAGE: "quay.io/konveyor/rsync-transfer:latest" }, silentLogger);
+    const runner = runnerFromEnv({ [ENV.ledgerTable]: "t", [ENV.defaultTransferImage]: "quay.io/konveyor/rsync-transfer:latest" }, silentLogger);
     const error = await runner().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as Error).message).toMatch(/DVM_DEFAULT_TRANSFER_IMAGE: must be pinned/);

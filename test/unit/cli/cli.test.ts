@@ -17,6 +17,7 @@ import { draftFromDocument, flagForField, formatIssue, parsePvcFlag, parseSecret
 import { formatAge, summarizeDvm, volumesSummary } from "../../../src/cli/summary";
 import { renderTable } from "../../../src/cli/table";
 import { BarWatchView, PlainWatchView, snapshotOf } from "../../../src/cli/watchView";
+import { ENV } from "../../../src/config/environment";
 import { ITINERARIES } from "../../../src/dvm/itinerary";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
 import { KubeApiError } from "../../../src/kube/errors";
@@ -137,7 +138,7 @@ describe("draftFromDocument", () => {
 
 describe("runCli without a cluster", () => {
   it("rejects a bad spec before loading any kubeconfig, printing every field, and creates nothing", async () => {
-    const { io, out, err } = fakeIo({ HOME: "/nonexistent" });
+    const { io, out, err } = fakeIo({ [ENV.home]: "/nonexistent" });
     const code = await runCli(["migrate", "move", "--pvc", "shop/db", "--backoff-limit", "-1"], io);
     expect(code).toBe(1);
     expect(out()).toBe("");
@@ -150,22 +151,22 @@ describe("runCli without a cluster", () => {
   it("reads -f relative to the working directory and refuses mixing it with spec flags", async () => {
     const dir = mkdtempSync(join(tmpdir(), "dvm-cli-"));
     writeFileSync(join(dir, "dvm.yaml"), "kind: DirectVolumeMigration\nmetadata: {name: move, namespace: x}\nspec: {persistentVolumeClaims: []}\n");
-    const bad = fakeIo({ HOME: "/nonexistent" }, dir);
+    const bad = fakeIo({ [ENV.home]: "/nonexistent" }, dir);
     expect(await runCli(["migrate", "-f", "dvm.yaml"], bad.io)).toBe(1);
     expect(bad.err()).toMatch(/spec\.persistentVolumeClaims: .*>=1/);
-    const mixed = fakeIo({ HOME: "/nonexistent" }, dir);
+    const mixed = fakeIo({ [ENV.home]: "/nonexistent" }, dir);
     expect(await runCli(["migrate", "-f", "dvm.yaml", "--pvc", "a/b"], mixed.io)).toBe(1);
     expect(mixed.err()).toMatch(/^error: -f\/--file and the spec flags .* cannot be combined/);
-    const missing = fakeIo({ HOME: "/nonexistent" }, dir);
+    const missing = fakeIo({ [ENV.home]: "/nonexistent" }, dir);
     expect(await runCli(["migrate", "-f", "nope.yaml"], missing.io)).toBe(1);
     expect(missing.err()).toBe(`error: cannot read ${join(dir, "nope.yaml")}: ENOENT\n`);
   });
 
   it("says in one line that no cluster is configured", async () => {
-    const { io, err } = fakeIo({ HOME: "/nonexistent" });
+    const { io, err } = fakeIo({ [ENV.home]: "/nonexistent" });
     expect(await runCli(["get", "move"], io)).toBe(1);
     expect(err()).toBe("error: no cluster configured: pass --kubeconfig FILE or set KUBECONFIG (there is no ~/.kube/config)\n");
-    const named = fakeIo({ HOME: "/nonexistent" });
+    const named = fakeIo({ [ENV.home]: "/nonexistent" });
     expect(await runCli(["--kubeconfig", "/nonexistent/kc", "list"], named.io)).toBe(1);
     expect(named.err()).toBe("error: kubeconfig /nonexistent/kc does not exist: fix --kubeconfig\n");
   });

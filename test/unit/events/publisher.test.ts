@@ -339,18 +339,18 @@ function captureError(f: () => unknown): Error {
 describe("events settings from the environment", () => {
   it("are off unless DVM_EVENTS_SINK says otherwise", () => {
     expect(eventsConfigFromEnv({})).toBeUndefined();
-    expect(eventsConfigFromEnv({ DVM_EVENTS_SINK: "none" })).toBeUndefined();
+    expect(eventsConfigFromEnv({ [ENV.eventsSink]: "none" })).toBeUndefined();
   });
 
   it("pick the sink and its settings", () => {
-    const bridge = eventsConfigFromEnv({ DVM_EVENTS_SINK: "eventbridge" })!;
+    const bridge = eventsConfigFromEnv({ [ENV.eventsSink]: "eventbridge" })!;
     expect(bridge.sink).toBeInstanceOf(EventBridgeSink);
     expect(bridge).toMatchObject({ source: "dvm-serverless", flushDeadlineMs: 1_500, maxQueue: 100 });
     const http = eventsConfigFromEnv({
-      DVM_EVENTS_SINK: "http",
-      DVM_EVENTS_HTTP_URL: "https://example.com/x",
-      DVM_EVENTS_SOURCE: "dvm/dev",
-      DVM_EVENTS_FLUSH_MS: "800",
+      [ENV.eventsSink]: "http",
+      [ENV.eventsHttpUrl]: "https://example.com/x",
+      [ENV.eventsSource]: "dvm/dev",
+      [ENV.eventsFlushMs]: "800",
     })!;
     expect(http.sink).toBeInstanceOf(HttpEventSink);
     expect(http).toMatchObject({ source: "dvm/dev", flushDeadlineMs: 800 });
@@ -374,7 +374,7 @@ describe("events settings from the environment", () => {
 
   it("turn events off, with an error in the log, when misconfigured: the phase function still runs", () => {
     const log = capturingLogger();
-    expect(phaseEventsFromEnv({ DVM_EVENTS_SINK: "http" }, log)).toBeUndefined();
+    expect(phaseEventsFromEnv({ [ENV.eventsSink]: "http" }, log)).toBeUndefined();
     expect(log.lines).toEqual([expect.objectContaining({ level: "error", message: expect.stringContaining("outgoing events are off") })]);
   });
 
@@ -389,7 +389,7 @@ describe("events settings from the environment", () => {
         current = {};
       },
     };
-    const events = phaseEventsFromEnv({ DVM_EVENTS_SINK: "http", DVM_EVENTS_HTTP_URL: "http://127.0.0.1:9/" }, capturingLogger(), { metrics })!;
+    const events = phaseEventsFromEnv({ [ENV.eventsSink]: "http", [ENV.eventsHttpUrl]: "http://127.0.0.1:9/" }, capturingLogger(), { metrics })!;
     events.recordFlush({ sent: 2, failed: 1, dropped: 0, pending: 0, timedOut: false });
     events.recordFlush({ sent: 2, failed: 1, dropped: 0, pending: 0, timedOut: false });
     events.recordFlush({ sent: 5, failed: 1, dropped: 3, pending: 0, timedOut: false });

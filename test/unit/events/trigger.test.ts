@@ -9,6 +9,7 @@ import { CloudEvent, HTTP } from "cloudevents";
 import { describe, expect, it } from "vitest";
 import type { MetricsWriter } from "../../../src/aws/phaseMetrics";
 import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../../src/aws/triggerHandler";
+import { ENV } from "../../../src/config/environment";
 import type { DvmSpec } from "../../../src/dvm/types";
 import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
 import { dvmNameForEvent, EVENT_ANNOTATION } from "../../../src/events/names";
@@ -294,12 +295,12 @@ describe("triggerFromEnv", () => {
       expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused"),
     ]);
     const quiet = capturingLogger();
-    triggerFromEnv({ TRIGGER_ALLOWED_SOURCES: "urn:a" }, quiet);
+    triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:a" }, quiet);
     expect(quiet.lines).toEqual([]);
   });
 
   it("applies the allow-list and the size limit from the environment", async () => {
-    const trigger = triggerFromEnv({ TRIGGER_ALLOWED_SOURCES: "urn:only", TRIGGER_MAX_EVENT_BYTES: "100" }, capturingLogger());
+    const trigger = triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:only", [ENV.triggerMaxEventBytes]: "100" }, capturingLogger());
     expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(413);
     const small = await trigger.handleHttp({
       headers: { "content-type": "application/cloudevents+json" },

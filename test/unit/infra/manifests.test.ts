@@ -14,6 +14,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { ENV } from "../../../src/config/environment";
 import { DVM_GROUP, DVM_PLURAL, DVMP_PLURAL } from "../../../src/dvm/types";
 import { parseRelayEnv } from "../../../src/relay/config";
 import { DEFAULT_HEALTH_PORT } from "../../../src/relay/health";
@@ -287,8 +288,8 @@ describe("the relay Deployment", () => {
   it("takes its settings from the ConfigMap, which the relay's own parser accepts, and its Lease identity and namespace from the pod", () => {
     expect(container!.envFrom).toContainEqual({ configMapRef: { name: "dvm-relay" } });
     const fromPod = Object.fromEntries((container!.env as Doc[]).filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom.fieldRef?.fieldPath]));
-    expect(fromPod).toEqual({ POD_NAME: "metadata.name", RELAY_LEASE_NAMESPACE: "metadata.namespace" });
-    const config = parseRelayEnv({ ...configMap.data, POD_NAME: "dvm-relay-5d8f-abcde", RELAY_LEASE_NAMESPACE: deployment.metadata.namespace });
+    expect(fromPod).toEqual({ [ENV.podName]: "metadata.name", [ENV.relayLeaseNamespace]: "metadata.namespace" });
+    const config = parseRelayEnv({ ...configMap.data, [ENV.podName]: "dvm-relay-5d8f-abcde", [ENV.relayLeaseNamespace]: deployment.metadata.namespace });
     expect(config.leaderElection).toMatchObject({ enabled: true, identity: "dvm-relay-5d8f-abcde", namespace: "dvm-system" });
     expect(config).toMatchObject({ target: { kind: "shared", name: "dvm-serverless-dev-phase" }, invocationType: "Event", healthPort: 8080 });
     expect(config.namespace).toBeUndefined();

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The integration suite against endpoints it did not start (the kind + LocalStack path, proven here with
-# a control plane pair and DynamoDB Local started outside the test run by infra/local/services.ts).
+# a control plane pair and DynamoDB Local started outside the test run by infra/dev/local/services.ts).
 # Arguments go to vitest (e.g. one test file). The services run in their own process group, started from
 # one node process with tsx's loader (no npx or tsx wrapper that swallows or races the signal), and the whole
 # group is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 env_file=$(mktemp)
-setsid node --import tsx infra/local/services.ts "$env_file" &
+setsid node --import tsx infra/dev/local/services.ts "$env_file" &
 services=$!
 stop_services() {
   # SIGTERM lets services.ts stop its control planes and DynamoDB Local; whatever is left gets SIGKILL.

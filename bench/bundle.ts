@@ -1,6 +1,6 @@
 /**
  * Bundle benchmark: bundles every phase function with esbuild exactly as `osls package` does (the
- * options of infra/serverless/esbuild.cjs, the handlers of the generated functions block), then prints
+ * options of infra/deploy/serverless/esbuild.cjs, the handlers of the generated functions block), then prints
  * per function the minified size, its gzip size, and the cold initialisation time: a fresh `node`
  * process that requires the bundle, median over N runs, next to a bare `node` start for reference.
  *
@@ -69,8 +69,8 @@ export async function runBundleBench(options: BundleBenchOptions = {}): Promise<
   const runs = options.runs ?? 10;
   const layouts = options.layouts ?? FUNCTION_LAYOUTS;
   const log = options.log ?? ((line: string) => console.log(line));
-  const { esbuildOptions } = require("../infra/serverless/esbuild.cjs") as EsbuildConfigModule;
-  const { phaseFunctions } = require("../infra/serverless/functions.cjs") as FunctionsModule;
+  const { esbuildOptions } = require("../infra/deploy/serverless/esbuild.cjs") as EsbuildConfigModule;
+  const { phaseFunctions } = require("../infra/deploy/serverless/functions.cjs") as FunctionsModule;
   const common = phaseFunctionSettings();
 
   const out = mkdtempSync(join(tmpdir(), "dvm-bundle-bench-"));

@@ -34,7 +34,7 @@ import { PHASE_BODIES } from "../src/phases";
 import { LABEL } from "../src/phases/names";
 import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
 import type { PhaseBody } from "../src/phases/types";
-import { createPhaseRunner } from "../src/runtime/phaseRunner";
+import { createPhaseRunner } from "../src/runner/phaseRunner";
 import { parseRsyncProgress } from "../src/transfer/progress";
 import { rsyncClientArgs } from "../src/transfer/rsyncClient";
 import { envNumber } from "./env";

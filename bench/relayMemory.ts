@@ -1,5 +1,5 @@
 /**
- * The relay's own memory, alone in its process: the relay image's bundle (infra/relay/build.mjs) run by
+ * The relay's own memory, alone in its process: the relay image's bundle (infra/deploy/relay/build.mjs) run by
  * plain node, leader election on, forwarding to a Lambda Invoke
  * stand-in (asynchronous invocations, answered at once). DVMs are created in steps (50, 200, 1,000 by
  * default) on a control plane of its own (kube-apiserver + etcd), and once the relay has forwarded each
@@ -21,7 +21,7 @@ import { mapLimit } from "../test/chaos/harness/fixture";
 import { startLambdaStandIn } from "../test/support/lambdaStandIn";
 
 const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
-const RELAY_BUILD = fileURLToPath(new URL("../infra/relay/build.mjs", import.meta.url));
+const RELAY_BUILD = fileURLToPath(new URL("../infra/deploy/relay/build.mjs", import.meta.url));
 const MiB = 1024 * 1024;
 const SETTLE_MS = 5_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -62,7 +62,7 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
   const points: RelayMemoryPoint[] = [];
   let child: ReturnType<typeof spawn> | undefined;
   try {
-    // The relay image's own bundle (infra/relay/build.mjs), so what is measured is what is deployed.
+    // The relay image's own bundle (infra/deploy/relay/build.mjs), so what is measured is what is deployed.
     const { buildRelay } = (await import(RELAY_BUILD)) as { buildRelay(options: { outfile: string }): Promise<{ outfile: string }> };
     const { outfile } = await buildRelay({ outfile: join(dir, "relay.mjs") });
     const kubeConfig = plane.kubeConfig();
@@ -100,7 +100,7 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
     };
     await sleep(3_000);
     log(
-      `relay memory: the relay alone (the relay image's bundle, infra/relay/build.mjs, under plain node ${process.version}), RSS ${rss().toFixed(0)} MiB with no DVM`,
+      `relay memory: the relay alone (the relay image's bundle, infra/deploy/relay/build.mjs, under plain node ${process.version}), RSS ${rss().toFixed(0)} MiB with no DVM`,
     );
     const custom = kubeConfig.makeApiClient(CustomObjectsApi);
     const spec = { persistentVolumeClaims: [{ name: "data", namespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };

@@ -154,9 +154,9 @@ const RELAY_HOST = fileURLToPath(new URL("../test/chaos/harness/relayHost.ts", i
 const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
 const require = createRequire(import.meta.url);
 
-/** relayHost.ts as one CommonJS file, built the way the functions are packaged (infra/serverless/esbuild.cjs). */
+/** relayHost.ts as one CommonJS file, built the way the functions are packaged (infra/deploy/serverless/esbuild.cjs). */
 async function bundleRelayHost(outdir: string): Promise<string> {
-  const { esbuildOptions } = require("../infra/serverless/esbuild.cjs") as { esbuildOptions: BuildOptions };
+  const { esbuildOptions } = require("../infra/deploy/serverless/esbuild.cjs") as { esbuildOptions: BuildOptions };
   await build({ ...esbuildOptions, entryPoints: [RELAY_HOST], outdir, absWorkingDir: REPO_ROOT, logLevel: "error" });
   return join(outdir, "relayHost.cjs");
 }

@@ -8,16 +8,19 @@ import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import middy from "@middy/core";
+import { functionEnvironment, serviceNameOf } from "../src/aws/functionConfig";
 import { createPhaseHandler } from "../src/aws/phaseHandler";
 import { METRICS_NAMESPACE } from "../src/aws/phaseMetrics";
 import { powertoolsLogger } from "../src/aws/powertoolsLogger";
 import { runnerFromEnv } from "../src/aws/runnerFromEnv";
 
 // Module scope: created once per container and reused by every invocation it serves.
-const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? "dvm-phase" });
-const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? "dvm-phase" });
+const env = functionEnvironment();
+const serviceName = serviceNameOf(env, "dvm-phase");
+const logger = new Logger({ serviceName });
+const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName });
 const log = powertoolsLogger(logger);
 
-export const handler = middy(createPhaseHandler({ runner: runnerFromEnv(process.env, log), log, metrics }))
+export const handler = middy(createPhaseHandler({ runner: runnerFromEnv(env, log), log, metrics }))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { captureColdStartMetric: true }));

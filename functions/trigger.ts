@@ -10,16 +10,18 @@ import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import middy from "@middy/core";
+import { functionEnvironment, serviceNameOf } from "../src/aws/functionConfig";
 import { METRICS_NAMESPACE } from "../src/aws/phaseMetrics";
 import { powertoolsLogger } from "../src/aws/powertoolsLogger";
 import { createTriggerHandler, triggerFromEnv } from "../src/aws/triggerHandler";
 
 // Module scope: created once per container (the allow-list warning is logged once, at cold start).
-const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? "dvm-trigger";
+const env = functionEnvironment();
+const serviceName = serviceNameOf(env, "dvm-trigger");
 const logger = new Logger({ serviceName });
 const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName });
 const log = powertoolsLogger(logger);
 
-export const handler = middy(createTriggerHandler({ trigger: triggerFromEnv(process.env, log), log, metrics }))
+export const handler = middy(createTriggerHandler({ trigger: triggerFromEnv(env, log), log, metrics }))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { captureColdStartMetric: true }));

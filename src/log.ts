@@ -2,6 +2,8 @@
  * The logging interface below functions/: structured, one object of attributes per line. The Lambda
  * adapter plugs Powertools in; local runs and tests use the JSON console logger or a capturing one.
  */
+import type { LogLevel } from "./config/environment";
+
 export type LogAttributes = Record<string, unknown>;
 
 export interface Logger {
@@ -13,14 +15,11 @@ export interface Logger {
   child(attributes: LogAttributes): Logger;
 }
 
-type Level = "debug" | "info" | "warn" | "error";
+type Level = LogLevel;
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export function jsonLogger(
-  base: LogAttributes = {},
-  level: Level = (process.env.LOG_LEVEL?.toLowerCase() as Level) || "info",
-  write: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
-): Logger {
+/** `level` comes from the deployable's configuration (LOG_LEVEL in each schema); default info. */
+export function jsonLogger(base: LogAttributes = {}, level: Level = "info", write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Logger {
   const emit = (at: Level, message: string, attributes?: LogAttributes) => {
     if (ORDER[at] < (ORDER[level] ?? 20)) return;
     write(JSON.stringify({ level: at.toUpperCase(), timestamp: new Date().toISOString(), message, ...base, ...attributes }));

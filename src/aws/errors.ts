@@ -7,6 +7,7 @@
  *   - unexpected: anything else (a bug, 403 from RBAC, a missing setting): throw too, so the event is
  *     retried and then kept in the dead-letter queue with the error instead of being dropped.
  */
+import { ConfigurationError } from "../config/error";
 import { KubeApiError } from "../kube/errors";
 import { InvalidLedgerKeyError, isTransientDynamoError, LedgerUnavailableError } from "../ledger";
 
@@ -21,11 +22,6 @@ export function classifyError(error: unknown): ErrorDisposition {
   // SDK errors outside the ledger (SSM) and raw socket errors: same rules as the ledger's own retries.
   if (isTransientDynamoError(error) || isNetworkError(error)) return "retryable";
   return "unexpected";
-}
-
-/** A missing or malformed setting of the function (environment, SSM parameter content). */
-export class ConfigurationError extends Error {
-  override readonly name: string = "ConfigurationError";
 }
 
 const NETWORK_MESSAGES = /fetch failed|socket hang up|network socket disconnected/i;

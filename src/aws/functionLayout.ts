@@ -1,6 +1,6 @@
 /**
  * How phases map to Lambda functions (serverless.yml custom.functionLayout). One rule, used by the
- * generated functions block (infra/serverless/functions.cjs), the relay's routing and local runs:
+ * generated functions block (infra/deploy/serverless/functions.cjs), the relay's routing and local runs:
  *   shared     one function, key `phase`, runs every phase;
  *   per-phase  one function per executable phase, key `phase<PhaseName>`.
  * Every function has the same code and acts on the phase it reads fresh, so a request that reaches the
@@ -14,7 +14,7 @@ export const DEFAULT_FUNCTION_LAYOUT: FunctionLayout = "shared";
 
 const SHARED_KEY = "phase";
 
-/** @public (read at run time by infra/serverless/functions.cjs, which knip cannot follow) */
+/** @public (read at run time by infra/deploy/serverless/functions.cjs, which knip cannot follow) */
 export function isFunctionLayout(value: unknown): value is FunctionLayout {
   return typeof value === "string" && (FUNCTION_LAYOUTS as readonly string[]).includes(value);
 }

@@ -1,17 +1,16 @@
 /**
  * The host cluster's kubeconfig for the phase function. On AWS it is a SecureString in SSM Parameter
- * Store (DVM_KUBECONFIG_PARAMETER); without that setting (local runs, serverless-offline) it is the
+ * Store (DVM_KUBECONFIG_PARAMETER, see phaseConfig.ts and triggerConfig.ts); without that setting (local runs, serverless-offline) it is the
  * KUBECONFIG file, as kubectl reads it. Loaded once per container.
  *
  * The kubeconfig holds credentials: its text is never logged, and parse errors are replaced by a
  * message that cannot quote it (YAML errors echo the offending line).
  */
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { ENV } from "../config/environment";
+import { ConfigurationError } from "../config/error";
 import { KubeConfig } from "../kube/kubeConfig";
-import { ConfigurationError } from "./errors";
 import { onceAsync } from "./once";
-
-export const KUBECONFIG_PARAMETER_ENV = "DVM_KUBECONFIG_PARAMETER";
 
 export interface KubeconfigSourceOptions {
   /** SSM parameter name (SecureString). Unset or empty: the KUBECONFIG file. */
@@ -30,13 +29,9 @@ export function createKubeconfigSource(options: KubeconfigSourceOptions = {}): K
   return onceAsync(async () => {
     const ssm = options.ssm ?? new SSMClient({});
     const { Parameter } = await ssm.send(new GetParameterCommand({ Name: parameterName, WithDecryption: true }));
-    if (!Parameter?.Value) throw new ConfigurationError(`SSM parameter ${parameterName} has no value`);
+    if (!Parameter?.Value) throw new ConfigurationError(`SSM parameter ${parameterName} has no value`, parameterName);
     return parseKubeConfig(Parameter.Value, `SSM parameter ${parameterName}`);
   });
-}
-
-export function kubeconfigSourceFromEnv(env: NodeJS.ProcessEnv = process.env): KubeconfigSource {
-  return createKubeconfigSource({ parameterName: env[KUBECONFIG_PARAMETER_ENV] });
 }
 
 /** Parses kubeconfig text; the error names where it came from, never what it contains. */
@@ -56,8 +51,8 @@ function loadDefaultKubeConfig(): KubeConfig {
   try {
     kc.loadFromDefault();
   } catch {
-    throw new ConfigurationError("the KUBECONFIG file could not be read as a kubeconfig (content not shown)");
+    throw new ConfigurationError(`the ${ENV.kubeconfig} file could not be read as a kubeconfig (content not shown)`, ENV.kubeconfig);
   }
-  if (!kc.getCurrentCluster()) throw new ConfigurationError("no host cluster: set KUBECONFIG or DVM_KUBECONFIG_PARAMETER");
+  if (!kc.getCurrentCluster()) throw new ConfigurationError(`no host cluster: set ${ENV.kubeconfig} or ${ENV.kubeconfigParameter}`, ENV.kubeconfig);
   return kc;
 }

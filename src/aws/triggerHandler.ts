@@ -10,19 +10,16 @@
 
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { ENV, type Environment } from "../config/environment";
 import { isPlainObject, rejection } from "../events/incoming";
 import { KubeMigrationStore } from "../events/migrationStore";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
 import type { Logger } from "../log";
-import { kubeconfigSourceFromEnv } from "./kubeconfigSource";
+import { createKubeconfigSource } from "./kubeconfigSource";
 import { onceAsync } from "./once";
 import type { MetricsWriter } from "./phaseMetrics";
-
-export const TRIGGER_ENV = {
-  allowedSources: "TRIGGER_ALLOWED_SOURCES",
-  maxEventBytes: "TRIGGER_MAX_EVENT_BYTES",
-} as const;
+import { parseTriggerEnv } from "./triggerConfig";
 
 /** A 5xx reply to an EventBridge event: thrown so Lambda's async retry takes over. */
 export class TriggerUnavailableError extends Error {
@@ -61,23 +58,17 @@ export function createTriggerHandler(options: TriggerHandlerOptions): (event: un
   };
 }
 
-/** The trigger configured by the environment; warns (once, at cold start) when every event will be refused. */
-export function triggerFromEnv(env: NodeJS.ProcessEnv, log: Logger): Trigger {
-  const allowedSources = parseSourceAllowList(env[TRIGGER_ENV.allowedSources]);
-  if (allowedSources.refusesAll) log.warn(`${TRIGGER_ENV.allowedSources} is empty: every event will be refused`);
-  const maxText = env[TRIGGER_ENV.maxEventBytes]?.trim();
-  const maxBytes = maxText ? Number(maxText) : undefined;
-  if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0)) {
-    log.warn(`${TRIGGER_ENV.maxEventBytes} is not a positive integer; the default limit applies`, { value: maxText });
-  }
-  const hostKubeConfig = kubeconfigSourceFromEnv(env);
+/**
+ * The trigger configured by its environment (src/aws/triggerConfig.ts); throws ConfigurationError on a bad
+ * setting, and warns (once, at cold start) when every event will be refused.
+ */
+export function triggerFromEnv(env: Environment, log: Logger): Trigger {
+  const config = parseTriggerEnv(env);
+  const allowedSources = parseSourceAllowList(config.allowedSources);
+  if (allowedSources.refusesAll) log.warn(`${ENV.triggerAllowedSources} is empty: every event will be refused`);
+  const hostKubeConfig = createKubeconfigSource({ parameterName: config.kubeconfigParameter });
   const store = onceAsync(async () => new KubeMigrationStore(await hostKubeConfig()));
-  return createTrigger({
-    store,
-    allowedSources,
-    log,
-    ...(maxBytes !== undefined && Number.isInteger(maxBytes) && maxBytes > 0 ? { maxBytes } : {}),
-  });
+  return createTrigger({ store, allowedSources, log, ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}) });
 }
 
 function isHttpApiEvent(event: unknown): event is APIGatewayProxyEventV2 {

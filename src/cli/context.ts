@@ -6,10 +6,12 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
+import { ENV } from "../config/environment";
 import { KubeDvmStore } from "../kube/dvmStore";
 import { KubeCluster } from "../kube/kubeCluster";
 import { KubeConfig } from "../kube/kubeConfig";
 import { createLedgerClient, DynamoPhaseLedger } from "../ledger";
+import { parseCliEnv } from "./config";
 import { CliError, type ErrorContext } from "./errors";
 import type { CliIo } from "./io";
 
@@ -35,8 +37,9 @@ const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/tok
 /** Loads the kubeconfig as kubectl would pick it: --kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster. */
 export function loadKubeConfig(options: GlobalOptions, io: Pick<CliIo, "env" | "cwd">): KubeConfig {
   const kc = new KubeConfig();
-  const fromEnv = (io.env.KUBECONFIG ?? "").split(delimiter).filter(Boolean);
-  const home = io.env.HOME ?? homedir();
+  const env = parseCliEnv(io.env);
+  const fromEnv = env.kubeconfigFiles;
+  const home = env.home ?? homedir();
   const files = options.kubeconfig
     ? [resolve(io.cwd, options.kubeconfig)]
     : fromEnv.length > 0
@@ -45,15 +48,15 @@ export function loadKubeConfig(options: GlobalOptions, io: Pick<CliIo, "env" | "
         ? [join(home, ".kube", "config")]
         : [];
   if (files.length === 0) {
-    if (io.env.KUBERNETES_SERVICE_HOST && existsSync(SERVICE_ACCOUNT_TOKEN)) {
+    if (env.inCluster && existsSync(SERVICE_ACCOUNT_TOKEN)) {
       kc.loadFromCluster();
       return kc;
     }
-    throw new CliError("no cluster configured: pass --kubeconfig FILE or set KUBECONFIG (there is no ~/.kube/config)");
+    throw new CliError(`no cluster configured: pass --kubeconfig FILE or set ${ENV.kubeconfig} (there is no ~/.kube/config)`);
   }
   for (const [i, file] of files.entries()) {
     if (!existsSync(file)) {
-      throw new CliError(`kubeconfig ${file} does not exist: fix ${options.kubeconfig ? "--kubeconfig" : "KUBECONFIG"}`);
+      throw new CliError(`kubeconfig ${file} does not exist: fix ${options.kubeconfig ? "--kubeconfig" : ENV.kubeconfig}`);
     }
     const target = i === 0 ? kc : new KubeConfig();
     try {
@@ -102,12 +105,13 @@ export interface LedgerAccess {
  * dummy ones the project's local setup uses, as DynamoDB Local needs some.
  */
 export function openLedger(options: GlobalOptions, io: Pick<CliIo, "env">): LedgerAccess {
-  const table = options.table || io.env.LEDGER_TABLE_NAME;
-  if (!table) throw new CliError("no ledger table: pass --table NAME or set LEDGER_TABLE_NAME");
-  const endpoint = options.dynamodbEndpoint || io.env.AWS_ENDPOINT_URL_DYNAMODB || io.env.AWS_ENDPOINT_URL;
-  const region = io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION;
+  const env = parseCliEnv(io.env);
+  const table = options.table || env.ledgerTable;
+  if (!table) throw new CliError(`no ledger table: pass --table NAME or set ${ENV.ledgerTable}`);
+  const endpoint = options.dynamodbEndpoint || env.dynamoEndpoint;
+  const region = env.region;
   const local = endpoint !== undefined && isLoopback(endpoint);
-  const hasCredentials = Boolean(io.env.AWS_ACCESS_KEY_ID || io.env.AWS_PROFILE || io.env.AWS_WEB_IDENTITY_TOKEN_FILE);
+  const hasCredentials = env.hasAwsCredentials;
   const client = createLedgerClient({
     ...(endpoint ? { endpoint } : {}),
     ...(region ? { region } : local ? { region: "us-east-1" } : {}),

@@ -1,4 +1,6 @@
 /** What a command touches outside itself, passed in so commands can be unit-tested without a terminal. */
+import { cliEnvironment } from "./config";
+
 export interface CliOutput {
   write(text: string): unknown;
   isTTY?: boolean;
@@ -20,7 +22,7 @@ export function processIo(): CliIo {
   return {
     stdout: process.stdout,
     stderr: process.stderr,
-    env: process.env,
+    env: cliEnvironment(),
     now: Date.now,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     cwd: process.cwd(),

@@ -29,7 +29,9 @@ export async function retryWhileBusy<T>(ctx: CliContext, read: () => Promise<T>)
 async function notFound(ctx: CliContext, namespace: string, name: string): Promise<CliError> {
   const { cluster, server } = ctx.cluster();
   if (!(await cluster.serves(KINDS.DirectVolumeMigration))) {
-    return new CliError(`the API server at ${server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/crds) or pick another --context`);
+    return new CliError(
+      `the API server at ${server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/deploy/crds) or pick another --context`,
+    );
   }
   return new CliError(
     `DirectVolumeMigration "${name}" not found in namespace "${namespace}": check the name, or pass -n/--namespace (dvm list -n NAMESPACE shows what is there)`,
@@ -50,7 +52,7 @@ export function listDvms(ctx: CliContext, allNamespaces: boolean): Promise<Direc
 async function listAll(ctx: CliContext, allNamespaces: boolean): Promise<DirectVolumeMigration[]> {
   const { cluster, namespace, server } = ctx.cluster();
   if (!(await cluster.serves(KINDS.DirectVolumeMigration))) {
-    throw new CliError(`the API server at ${server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/crds) or pick another --context`);
+    throw new CliError(`the API server at ${server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/deploy/crds) or pick another --context`);
   }
   const items = await cluster.list(KINDS.DirectVolumeMigration, allNamespaces ? undefined : namespace, {});
   return items.map(toDvm).sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));

@@ -1,13 +1,11 @@
 #!/usr/bin/env node
 /**
- * Entry point of the `dvm` command: bundled into dist/dvm.mjs (the package's bin, infra/cli/build.mjs),
+ * Entry point of the `dvm` command: bundled into dist/dvm.mjs (the package's bin, infra/dev/cli/build.mjs),
  * run through tsx by `npm run dvm --` in this repository.
  */
 import { processIo } from "./io";
 import { runCli } from "./program";
 
-// The SDK's notice about future Node versions is for the project's maintainers, not for each command run.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 // A reader that goes away (`dvm list | head`) ends the output, not the program with a stack trace.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
+import { ENV } from "../config/environment";
 import { registerCancel } from "./commands/cancel";
 import { registerCompletion } from "./commands/completion";
 import { registerGet } from "./commands/get";
@@ -99,7 +100,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (error instanceof CommanderError) return error.exitCode;
     const explained = explainError(error, state.context?.errorContext ?? {});
     println(io.stderr, `error: ${explained.message}`);
-    if (io.env.DVM_CLI_DEBUG && !(error instanceof CliError) && error instanceof Error && error.stack) println(io.stderr, error.stack);
+    if (io.env[ENV.cliDebug] && !(error instanceof CliError) && error instanceof Error && error.stack) println(io.stderr, error.stack);
     return explained.exitCode;
   }
 }

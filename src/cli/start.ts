@@ -4,6 +4,8 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { ConfigurationError } from "../config/error";
+import { localEnvironment, parseLocalControllerEnv } from "../local/config";
 import { startLocalController } from "../local/controller";
 import { DEMO_DVM_NAMESPACE } from "../local/embeddedClusters";
 import { jsonLogger } from "../log";
@@ -22,8 +24,9 @@ Options:
                       (fake pods, nothing moves) or auto (default: node where this machine allows it)
   -h, --help          this text
 
-Environment: AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL use that DynamoDB instead of DynamoDB Local;
-LOG_LEVEL (debug, info, warn, error) sets the relay's log level.`;
+Environment (src/local/config.ts): KUBECONFIG the cluster to watch; AWS_ENDPOINT_URL_DYNAMODB /
+AWS_ENDPOINT_URL use that DynamoDB instead of DynamoDB Local (with AWS_REGION, AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY); LOG_LEVEL (debug, info, warn, error) sets the relay's log level.`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -42,7 +45,15 @@ async function main(): Promise<void> {
   }
   const stateDir = values["state-dir"] ?? join(process.cwd(), ".dvm");
   const say = (line: string) => process.stderr.write(`[dvm] ${line}\n`);
-  const log = jsonLogger({ component: "relay" }, (process.env.LOG_LEVEL?.toLowerCase() as "info") ?? "info", (line) => process.stdout.write(`${line}\n`));
+  let env: ReturnType<typeof parseLocalControllerEnv>;
+  try {
+    env = parseLocalControllerEnv(localEnvironment());
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    say(error.message);
+    process.exit(2);
+  }
+  const log = jsonLogger({ component: "relay" }, env.logLevel, (line) => process.stdout.write(`${line}\n`));
   const healthPort = values["health-port"] ? Number(values["health-port"]) : undefined;
   if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort > 0 && healthPort < 65_536)) {
     say(`--health-port: "${values["health-port"]}" is not a port number`);
@@ -60,7 +71,10 @@ async function main(): Promise<void> {
     stateDir,
     log,
     say,
-    ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
+    aws: env.aws,
+    logLevel: env.logLevel,
+    ...(values.kubeconfig || env.kubeconfig ? { kubeconfig: values.kubeconfig || env.kubeconfig } : {}),
+    ...(env.dynamoEndpoint ? { dynamoEndpoint: env.dynamoEndpoint } : {}),
     ...(values.table ? { ledgerTableName: values.table } : {}),
     ...(healthPort ? { healthPort } : {}),
   });

@@ -20,29 +20,28 @@
  */
 import { z } from "zod";
 import { parseAllowList } from "../allowList";
+import { ENV, type Environment, parseEnvironment } from "../config/environment";
+import { ConfigurationError } from "../config/error";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "./policy";
 import { QUANTITY_PATTERN } from "./quantity";
 import { extraOptionEntryProblem, type TransferPolicy } from "./transferPolicy";
 
+/** The policy's variables (src/config/environment.ts), by the MigrationPolicy field each sets. */
 export const POLICY_ENV = {
-  adminNamespaces: "DVM_ADMIN_NAMESPACES",
-  transferImages: "DVM_TRANSFER_IMAGES",
-  defaultTransferImage: "DVM_DEFAULT_TRANSFER_IMAGE",
-  transferDelete: "DVM_TRANSFER_DELETE",
-  transferPartial: "DVM_TRANSFER_PARTIAL",
-  transferHardLinks: "DVM_TRANSFER_HARD_LINKS",
-  transferVerify: "DVM_TRANSFER_VERIFY",
-  maxBandwidth: "DVM_TRANSFER_MAX_BANDWIDTH_KIB",
-  concurrentVolumes: "DVM_TRANSFER_CONCURRENT_VOLUMES",
-  maxConcurrentVolumes: "DVM_TRANSFER_MAX_CONCURRENT_VOLUMES",
-  extraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
-  maxCpu: "DVM_TRANSFER_MAX_CPU",
-  maxMemory: "DVM_TRANSFER_MAX_MEMORY",
+  adminNamespaces: ENV.adminNamespaces,
+  transferImages: ENV.transferImages,
+  defaultTransferImage: ENV.defaultTransferImage,
+  transferDelete: ENV.transferDelete,
+  transferPartial: ENV.transferPartial,
+  transferHardLinks: ENV.transferHardLinks,
+  transferVerify: ENV.transferVerify,
+  maxBandwidth: ENV.transferMaxBandwidth,
+  concurrentVolumes: ENV.transferConcurrentVolumes,
+  maxConcurrentVolumes: ENV.transferMaxConcurrentVolumes,
+  extraOptions: ENV.rsyncExtraOptions,
+  maxCpu: ENV.transferMaxCpu,
+  maxMemory: ENV.transferMaxMemory,
 } as const;
-
-export class PolicyConfigError extends Error {
-  override readonly name = "PolicyConfigError";
-}
 
 const namespacePattern = z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9][-a-z0-9]*\*)$/, 'must be a namespace name or a "prefix*"');
 const imagePattern = z.string().regex(/^[^\s,]+$/, "must be an image reference without spaces");
@@ -86,7 +85,8 @@ const extraOptionEntry = z.string().superRefine((entry, ctx) => {
 });
 const transferDefaults = DEFAULT_MIGRATION_POLICY.transfer;
 
-const EnvSchema = z.object({
+/** The policy's part of a deployable's environment schema (the phase function's, the local controller's). */
+export const POLICY_ENV_SHAPE = {
   [POLICY_ENV.adminNamespaces]: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
   [POLICY_ENV.transferImages]: listOf(imagePattern).default([]),
   [POLICY_ENV.defaultTransferImage]: z.preprocess(
@@ -103,14 +103,17 @@ const EnvSchema = z.object({
   [POLICY_ENV.extraOptions]: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
   [POLICY_ENV.maxCpu]: quantitySetting,
   [POLICY_ENV.maxMemory]: quantitySetting,
-});
+};
 
-function transferPolicyOf(e: z.infer<typeof EnvSchema>): TransferPolicy {
+type PolicyEnvironment = z.output<z.ZodObject<typeof POLICY_ENV_SHAPE>>;
+
+function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
   const maxConcurrentVolumes = e[POLICY_ENV.maxConcurrentVolumes] ?? transferDefaults.maxConcurrentVolumes;
   const concurrentVolumes = e[POLICY_ENV.concurrentVolumes] ?? Math.min(transferDefaults.concurrentVolumes, maxConcurrentVolumes);
   if (concurrentVolumes > maxConcurrentVolumes) {
-    throw new PolicyConfigError(
+    throw new ConfigurationError(
       `migration policy: ${POLICY_ENV.concurrentVolumes}: must not exceed ${POLICY_ENV.maxConcurrentVolumes} (${maxConcurrentVolumes})`,
+      POLICY_ENV.concurrentVolumes,
     );
   }
   const maxBandwidth = e[POLICY_ENV.maxBandwidth];
@@ -131,20 +134,19 @@ function transferPolicyOf(e: z.infer<typeof EnvSchema>): TransferPolicy {
   };
 }
 
-/** Reads the policy from `env`; throws PolicyConfigError naming every bad variable. */
-export function parsePolicyEnv(env: Record<string, string | undefined>): MigrationPolicy {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const message = parsed.error.issues.map((issue) => `${String(issue.path[0] ?? "environment")}: ${issue.message}`).join("; ");
-    throw new PolicyConfigError(`migration policy: ${message}`);
-  }
-  const e = parsed.data;
+/** The policy out of an environment parsed with POLICY_ENV_SHAPE. */
+export function policyOf(e: PolicyEnvironment): MigrationPolicy {
   return {
     adminNamespaces: e[POLICY_ENV.adminNamespaces],
     transferImages: e[POLICY_ENV.transferImages],
     defaultTransferImage: e[POLICY_ENV.defaultTransferImage],
     transfer: transferPolicyOf(e),
   };
+}
+
+/** Reads the policy from `env`; throws ConfigurationError naming every bad variable. */
+export function parsePolicyEnv(env: Environment): MigrationPolicy {
+  return policyOf(parseEnvironment(z.object(POLICY_ENV_SHAPE), env, "migration policy"));
 }
 
 /** The environment that makes parsePolicyEnv return `policy` (for a function started with it). */

@@ -1,5 +1,5 @@
 /**
- * The ledger table's one definition is infra/ledger-table.json (a CloudFormation resource that
+ * The ledger table's one definition is infra/deploy/ledger-table.json (a CloudFormation resource that
  * serverless.yml includes). This module derives the DynamoDB API calls for local setups from it, so
  * DynamoDB Local, LocalStack and AWS get the same keys and TTL.
  */
@@ -12,7 +12,7 @@ import {
   type UpdateTimeToLiveCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
-import definition from "../../infra/ledger-table.json" with { type: "json" };
+import definition from "../../infra/deploy/ledger-table.json" with { type: "json" };
 import { errorMessage } from "../errorMessage";
 import type { LedgerDynamoClient } from "./client";
 import { LedgerError } from "./errors";

@@ -3,17 +3,18 @@
  * kubelet and a tiny binder as the scheduler), with this project's CRDs installed. Used by the
  * integration tests (two at once: source and destination) and by `npm start` when no cluster is given.
  *
- * Binaries come from infra/controlplane/build.sh (~/.cache/dvm-controlplane/bin by default).
+ * Binaries come from infra/dev/controlplane/build.sh (~/.cache/dvm-controlplane/bin by default).
  * There is no controller-manager: no garbage collection by owner reference, no Job controller,
  * namespaces stay Terminating, no ServiceAccount tokens. CRD generation and /status do work.
  */
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { startApiServer } from "./apiserver";
 import { PodBinder } from "./binder";
+import { localTools } from "./config";
 import { installCrds, readCrds } from "./crds";
 import { compactEtcd, startEtcd } from "./etcd";
 import { writeKubeconfig } from "./kubeconfig";
@@ -21,8 +22,8 @@ import { ensureKwokNode, KWOK_NODE_NAME, startKwok } from "./kwok";
 import { type ManagedProcess, removeNow, removeOnExit, startReaper, stopProcess } from "./processes";
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
-export const DEFAULT_CRD_DIR = join(REPO_ROOT, "infra/crds");
-export const DEFAULT_KWOK_STAGES = join(REPO_ROOT, "infra/kwok/stages.yaml");
+export const DEFAULT_CRD_DIR = join(REPO_ROOT, "infra/deploy/crds");
+export const DEFAULT_KWOK_STAGES = join(REPO_ROOT, "infra/dev/kwok/stages.yaml");
 const BINARIES = ["etcd", "kube-apiserver", "kwok"] as const;
 
 export interface ControlPlaneOptions {
@@ -30,11 +31,11 @@ export interface ControlPlaneOptions {
   name: string;
   /** Where etcd, kube-apiserver and kwok are; default $DVM_CONTROLPLANE_BIN or the build.sh cache. */
   binDir?: string;
-  /** CRDs to install (every *.yaml); default infra/crds. Pass null to install none. */
+  /** CRDs to install (every *.yaml); default infra/deploy/crds. Pass null to install none. */
   crdDir?: string | null;
   /** Start kwok, a fake node and the pod binder (default true). */
   withKwok?: boolean;
-  /** kwok Stage config; default infra/kwok/stages.yaml. */
+  /** kwok Stage config; default infra/dev/kwok/stages.yaml. */
   kwokStages?: string;
   /** Where child logs go (kept after stop); default a "logs" folder in the temp dir (removed on stop). */
   logDir?: string;
@@ -70,7 +71,7 @@ export interface ControlPlane {
 }
 
 export function defaultBinDir(): string {
-  return process.env.DVM_CONTROLPLANE_BIN ?? join(process.env.DVM_CACHE_DIR ?? join(homedir(), ".cache/dvm-controlplane"), "bin");
+  return localTools().controlPlaneBin;
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions): Promise<ControlPlane> {
@@ -79,7 +80,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
   if (missing.length > 0) {
     throw new Error(
       `local control plane: ${missing.join(", ")} not found in ${binDir}. Build them with ` +
-        `infra/controlplane/build.sh (needs Go), or set KUBECONFIG to an existing cluster (e.g. one made by kind).`,
+        `infra/dev/controlplane/build.sh (needs Go), or set KUBECONFIG to an existing cluster (e.g. one made by kind).`,
     );
   }
   const workDir = mkdtempSync(join(tmpdir(), `dvm-cp-${opts.name}-`));

@@ -1,26 +1,36 @@
 /**
- * The whole controller on one machine: DynamoDB Local (or the endpoint AWS_ENDPOINT_URL* names), the phase
- * function behind serverless-offline's Lambda Invoke API (the API the relay uses against AWS), and the
- * relay watching the cluster in KUBECONFIG — or, when none is configured, two embedded clusters ("source",
- * which hosts the DVMs, and "destination"; real nodes where the machine allows, else kwok, see
- * embeddedClusters.ts) and a demo to migrate.
- * `npm start` (src/cli/start.ts) and the end-to-end tests both use this.
+ * The whole controller on one machine: DynamoDB Local (or an existing DynamoDB), the phase function
+ * behind serverless-offline's Lambda Invoke API (the API the relay uses against AWS), and the relay
+ * watching the given cluster — or, when none is given, two embedded clusters ("source", which hosts the
+ * DVMs, and "destination"; real nodes where the machine allows, else kwok, see embeddedClusters.ts) and
+ * a demo to migrate. `npm start` (src/cli/start.ts, settings from src/local/config.ts) and the
+ * end-to-end tests both use this; every setting comes in through LocalControllerOptions.
  */
 import { mkdirSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
+import { ENV, type Environment, type LogLevel } from "../config/environment";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../dvm/policy";
 import { policyEnv } from "../dvm/policyConfig";
 import { createLedgerClient, ensureLedgerTable } from "../ledger";
 import type { Logger } from "../log";
+import { LEADER_ELECTION_DEFAULTS } from "../relay/leaderElection";
 import { runRelay } from "../relay/main";
+import { type AwsAccess, LOCAL_CREDENTIALS, LOCAL_REGION } from "./config";
 import { type DynamoLocal, startDynamoLocal } from "./dynamoLocal";
 import { type ClusterMode, startEmbeddedClusters } from "./embeddedClusters";
 import { findFreePort } from "./ports";
 import { type ServerlessOffline, startServerlessOffline } from "./serverlessOffline";
 
 export interface LocalControllerOptions {
-  /** The host cluster's kubeconfig; default $KUBECONFIG; neither: embedded control planes. */
+  /** The host cluster's kubeconfig; unset: embedded control planes. */
   kubeconfig?: string;
+  /** An existing DynamoDB for the ledger; unset: DynamoDB Local, started for the run. */
+  dynamoEndpoint?: string;
+  /** Region and credentials for the ledger and the Lambda Invoke API; default us-east-1 and dummy keys. */
+  aws?: AwsAccess;
+  /** The relay's log level (its logger is `log`; this is what it is told); default info. */
+  logLevel?: LogLevel;
   ledgerTableName?: string;
   /** More clusters whose pods the relay watches (the destination, when KUBECONFIG is given). */
   podClusters?: { name: string; kubeconfigPath: string }[];
@@ -35,11 +45,13 @@ export interface LocalControllerOptions {
   clusterMode?: ClusterMode | "auto";
   /**
    * The operator's migration policy handed to the phase function (admin namespaces, transfer image
-   * allow-list, default image); default: the function's own defaults (src/dvm/policyConfig.ts). Unset
-   * here, the DVM_* variables of this process's environment apply. An empty admin list cannot be passed
-   * (osls refuses an empty --param): name a namespace nobody may create DVMs in instead.
+   * allow-list, default image); default: DEFAULT_MIGRATION_POLICY (in node mode with the image it built
+   * as the default). An empty admin list cannot be passed (osls refuses an empty --param): name a
+   * namespace nobody may create DVMs in instead.
    */
   policy?: MigrationPolicy;
+  /** More of the phase function's own settings (DVM_EVENTS_*, POWERTOOLS_LOG_LEVEL...), as the environment it reads. */
+  functionSettings?: Environment;
 }
 
 export interface LocalController {
@@ -62,9 +74,6 @@ export interface LocalController {
   stop(): Promise<void>;
 }
 
-/** The local DynamoDB and Lambda endpoints need credentials the SDK accepts; nothing checks them. */
-const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal" };
-
 export async function startLocalController(options: LocalControllerOptions): Promise<LocalController> {
   const say = options.say ?? (() => {});
   const stops: (() => Promise<void>)[] = [];
@@ -73,10 +82,10 @@ export async function startLocalController(options: LocalControllerOptions): Pro
   };
   try {
     mkdirSync(join(options.stateDir, "logs"), { recursive: true });
-    process.env.AWS_REGION ??= "us-east-1";
+    const region = options.aws?.region ?? LOCAL_REGION;
 
     // 1. Clusters.
-    let hostKubeconfig = options.kubeconfig ?? process.env.KUBECONFIG;
+    let hostKubeconfig = options.kubeconfig;
     let embedded: LocalController["embedded"];
     let policy: MigrationPolicy = options.policy ?? DEFAULT_MIGRATION_POLICY;
     if (!hostKubeconfig) {
@@ -93,43 +102,55 @@ export async function startLocalController(options: LocalControllerOptions): Pro
       if (clusters.transferImage && !options.policy) policy = { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: clusters.transferImage };
     }
 
-    // The relay and the function read the host cluster from KUBECONFIG.
-    process.env.KUBECONFIG = hostKubeconfig;
-
     // 2. The ledger.
-    let dynamoEndpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+    let dynamoEndpoint = options.dynamoEndpoint;
     if (!dynamoEndpoint) {
       say("starting DynamoDB Local");
       const dynamo: DynamoLocal = await startDynamoLocal({ logDir: join(options.stateDir, "logs") });
       stops.push(() => dynamo.stop());
       dynamoEndpoint = dynamo.endpoint;
-      process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamoEndpoint;
-      Object.assign(process.env, { ...LOCAL_CREDENTIALS, ...pick(process.env, Object.keys(LOCAL_CREDENTIALS)) });
     }
+    // Local endpoints check no credentials, but the SDK wants some to sign with.
+    const credentials = options.aws?.credentials ?? (options.dynamoEndpoint ? undefined : LOCAL_CREDENTIALS);
+    const aws = { region, ...(credentials ? { credentials } : {}) };
     const ledgerTableName = options.ledgerTableName ?? "dvm-local-ledger";
-    await ensureLedgerTable(createLedgerClient({ endpoint: dynamoEndpoint }), ledgerTableName);
+    await ensureLedgerTable(createLedgerClient({ endpoint: dynamoEndpoint, ...aws }), ledgerTableName);
 
     // 3. The phase function behind the Lambda Invoke API.
     say("bundling the phase function and starting serverless-offline");
     const offline: ServerlessOffline = await startServerlessOffline({
-      env: { LEDGER_TABLE_NAME: ledgerTableName, KUBECONFIG: hostKubeconfig, AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint, ...policyEnv(policy) },
+      // The function is its own deployable: it gets its settings as the environment it reads in Lambda.
+      env: {
+        [ENV.ledgerTable]: ledgerTableName,
+        [ENV.kubeconfig]: hostKubeconfig,
+        [ENV.awsDynamoEndpoint]: dynamoEndpoint,
+        [ENV.awsRegion]: aws.region,
+        ...(credentials ? { [ENV.awsAccessKeyId]: credentials.accessKeyId, [ENV.awsSecretAccessKey]: credentials.secretAccessKey } : {}),
+        ...policyEnv(policy),
+        ...options.functionSettings,
+      },
       logFile: join(options.stateDir, "logs", "phase-function.log"),
     });
     stops.push(() => offline.stop());
 
     // 4. The relay, invoking it. RequestResponse locally, so the relay sees each result's requeue delay.
-    process.env.AWS_ENDPOINT_URL_LAMBDA = offline.lambdaEndpoint;
+    // It elects a leader as the Deployment's replicas do (a second `npm start` on the same cluster waits).
     const healthPort = options.healthPort ?? (await findFreePort("127.0.0.1"));
     const stopRelay = await runRelay(
       {
-        KUBECONFIG: hostKubeconfig,
-        RELAY_FUNCTION_NAME: offline.functionName(),
-        RELAY_INVOCATION_TYPE: "RequestResponse",
-        RELAY_HEALTH_PORT: String(healthPort),
-        RELAY_RESYNC_MS: "30000",
-        ...podClustersEnv(embedded ? [{ name: "destination", kubeconfigPath: embedded.destinationKubeconfig }] : (options.podClusters ?? [])),
+        kubeconfigPath: hostKubeconfig,
+        inCluster: false,
+        logLevel: options.logLevel ?? "info",
+        target: { kind: "shared", name: offline.functionName() },
+        invocationType: "RequestResponse",
+        healthPort,
+        resyncMs: 30_000,
+        concurrency: 16,
+        podClusters: embedded ? [{ name: "destination", kubeconfigPath: embedded.destinationKubeconfig }] : (options.podClusters ?? []),
+        leaderElection: { enabled: true, namespace: "default", name: "dvm-relay", identity: `${hostname()}-${process.pid}`, ...LEADER_ELECTION_DEFAULTS },
       },
       options.log,
+      { lambda: { endpoint: offline.lambdaEndpoint, ...aws } },
     );
     stops.push(stopRelay);
 
@@ -150,12 +171,4 @@ export async function startLocalController(options: LocalControllerOptions): Pro
     await stopAll();
     throw error;
   }
-}
-
-function podClustersEnv(clusters: { name: string; kubeconfigPath: string }[]): Record<string, string> {
-  return clusters.length > 0 ? { RELAY_POD_CLUSTERS: clusters.map((c) => `${c.name}=${c.kubeconfigPath}`).join(",") } : {};
-}
-
-function pick(env: NodeJS.ProcessEnv, keys: string[]): Record<string, string> {
-  return Object.fromEntries(keys.flatMap((k) => (env[k] ? [[k, env[k]!]] : [])));
 }

@@ -1,5 +1,5 @@
 /**
- * Installs the CustomResourceDefinitions in a folder (infra/crds) into a cluster and waits until the
+ * Installs the CustomResourceDefinitions in a folder (infra/deploy/crds) into a cluster and waits until the
  * API server serves them. Create-or-replace, so it can run again against a cluster that has older
  * copies (npm start against an existing cluster does exactly that).
  *

@@ -1,17 +1,16 @@
 /**
  * DynamoDB Local (the official Java emulator) for tests, benchmarks and local runs. It is fetched on
- * first use by infra/dynamodb/fetch.sh into a cache outside the repo, so no manual step is needed.
+ * first use by infra/dev/dynamodb/fetch.sh into a cache outside the repo, so no manual step is needed.
  */
 import { execFile, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { localTools } from "./config";
 import { findFreePort } from "./ports";
 import { type ManagedProcess, spawnLogged, startReaper, stopProcess, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
-
-export const DYNAMODB_SIMULATOR_VERSION = process.env.DVM_DYNAMODB_SIMULATOR_VERSION ?? "2.9.30";
 
 export interface DynamoLocal {
   /** http://127.0.0.1:<port>, for the SDK's `endpoint` or AWS_ENDPOINT_URL_DYNAMODB. */
@@ -37,15 +36,15 @@ export interface DynamoLocalOptions {
 export const FAST_START_JVM_ARGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"];
 
 export function dynamoLocalEmulatorDir(): string {
-  const cacheRoot = process.env.DVM_CACHE_DIR ?? join(homedir(), ".cache", "dvm-dynamodb-local");
-  return join(cacheRoot, DYNAMODB_SIMULATOR_VERSION, "emulator");
+  const { dynamoLocalCache, dynamoSimulatorVersion } = localTools();
+  return join(dynamoLocalCache, dynamoSimulatorVersion, "emulator");
 }
 
 /** Returns the emulator folder, running fetch.sh first when the cache does not have it yet. */
 export async function ensureDynamoLocalEmulator(): Promise<string> {
   const dir = dynamoLocalEmulatorDir();
   if (existsSync(join(dir, "DynamoDBLocal.jar"))) return dir;
-  const script = fileURLToPath(new URL("../../infra/dynamodb/fetch.sh", import.meta.url));
+  const script = fileURLToPath(new URL("../../infra/dev/dynamodb/fetch.sh", import.meta.url));
   const fetched = await new Promise<string>((resolve, reject) => {
     execFile("bash", [script], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`fetching DynamoDB Local failed (${script}):\n${stderr || error.message}`));

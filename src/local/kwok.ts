@@ -1,10 +1,11 @@
 /**
  * kwok, a fake kubelet, run out of cluster against a local (or any) API server. It manages only nodes
  * annotated kwok.x-k8s.io/node=fake and walks the pods bound to them through the stages in
- * infra/kwok/stages.yaml (Running, then Succeeded or Failed; deleted pods disappear).
+ * infra/dev/kwok/stages.yaml (Running, then Succeeded or Failed; deleted pods disappear).
  */
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
+import { childEnvironment } from "./config";
 import { statusCode } from "./crds";
 import { type ManagedProcess, spawnLogged, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
@@ -36,7 +37,7 @@ export async function startKwok(opts: {
     logFile,
     pidFile: opts.pidFile,
     // kwok also reads ~/.kwok/kwok.yaml when it exists; a private HOME keeps a developer's file out.
-    env: { ...process.env, HOME: opts.workDir },
+    env: childEnvironment({ HOME: opts.workDir }),
   });
 }
 

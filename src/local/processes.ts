@@ -11,6 +11,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import { childEnvironment } from "./config";
 
 export interface ProcessSpec {
   name: string;
@@ -50,7 +51,7 @@ export function spawnLogged(spec: ProcessSpec): ManagedProcess {
     child = spawn(spec.command, spec.args, {
       detached: true,
       stdio: ["ignore", fd, fd],
-      env: spec.env ?? process.env,
+      env: spec.env ?? childEnvironment(),
     });
   } finally {
     closeSync(fd); // the child has its own copy

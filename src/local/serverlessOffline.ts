@@ -5,7 +5,7 @@
  * (POST /migrations) is served on `httpEndpoint`, without IAM authorization (offline cannot check it).
  *
  * It runs under stage `offline` (serverless.yml params.offline): the host kubeconfig is the KUBECONFIG
- * file of `env`, the ledger table is env.LEDGER_TABLE_NAME, and DynamoDB is whatever env's
+ * file of `env`, the ledger table is env[ENV.ledgerTable], and DynamoDB is whatever env's
  * AWS_ENDPOINT_URL_DYNAMODB (or AWS_ENDPOINT_URL) names. The whole process group is stopped by stop(),
  * or by the exit handlers of processes.ts if the parent ends first.
  */
@@ -16,8 +16,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_FUNCTION_LAYOUT, type FunctionLayout, phaseFunctionName } from "../aws/functionLayout";
+import { ENV } from "../config/environment";
 import type { PhaseName } from "../dvm/itinerary";
 import { POLICY_ENV } from "../dvm/policyConfig";
+import { childEnvironment, localTools } from "./config";
 import { findFreePort } from "./ports";
 import { spawnLogged, stopProcess, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
@@ -66,19 +68,19 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   const lambdaPort = options.lambdaPort ?? (await findFreePort(HOST));
   const httpPort = options.httpPort ?? (await findFreePort(HOST));
   const functionLayout = options.functionLayout ?? DEFAULT_FUNCTION_LAYOUT;
-  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+  const env = childEnvironment(options.env);
   const logFile = options.logFile ?? join(tmpdir(), `dvm-serverless-offline-${lambdaPort}.log`);
   // Its own esbuild folder, so it never shares one with `osls package` or another instance.
   const workFolder = join(".esbuild", `offline-${lambdaPort}`);
 
   const params = [`functionLayout=${functionLayout}`];
-  if (env.LEDGER_TABLE_NAME) params.push(`ledgerTableName=${env.LEDGER_TABLE_NAME}`);
-  if (env.DVM_KUBECONFIG_PARAMETER) params.push(`kubeconfigParameter=${env.DVM_KUBECONFIG_PARAMETER}`);
+  if (env[ENV.ledgerTable]) params.push(`ledgerTableName=${env[ENV.ledgerTable]}`);
+  if (env[ENV.kubeconfigParameter]) params.push(`kubeconfigParameter=${env[ENV.kubeconfigParameter]}`);
   // serverless.yml's environment wins over this process's: these settings go in as params.
-  if (env.TRIGGER_ALLOWED_SOURCES) params.push(`triggerAllowedSources=${env.TRIGGER_ALLOWED_SOURCES}`);
-  if (env.DVM_EVENTS_SINK) params.push(`eventsSink=${env.DVM_EVENTS_SINK}`);
-  if (env.DVM_EVENTS_HTTP_URL) params.push(`eventsHttpUrl=${env.DVM_EVENTS_HTTP_URL}`);
-  if (env.DVM_EVENTS_HTTP_MODE) params.push(`eventsHttpMode=${env.DVM_EVENTS_HTTP_MODE}`);
+  if (env[ENV.triggerAllowedSources]) params.push(`triggerAllowedSources=${env[ENV.triggerAllowedSources]}`);
+  if (env[ENV.eventsSink]) params.push(`eventsSink=${env[ENV.eventsSink]}`);
+  if (env[ENV.eventsHttpUrl]) params.push(`eventsHttpUrl=${env[ENV.eventsHttpUrl]}`);
+  if (env[ENV.eventsHttpMode]) params.push(`eventsHttpMode=${env[ENV.eventsHttpMode]}`);
   // The migration policy: serverless.yml's params carry POLICY_ENV's keys as names.
   for (const [param, variable] of Object.entries(POLICY_ENV)) if (env[variable]) params.push(`${param}=${env[variable]}`);
 
@@ -121,7 +123,7 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   const stop = async () => {
     await stopProcess(child);
     removeBuild();
-    if (!options.logFile && !process.env.DVM_KEEP_LOGS) rmSync(logFile, { force: true });
+    if (!options.logFile && !localTools().keepLogs) rmSync(logFile, { force: true });
   };
   try {
     await waitFor(

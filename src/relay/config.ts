@@ -1,15 +1,12 @@
 /**
  * The relay Deployment's settings, from its environment. Every variable is checked here, once, and a
- * bad one stops the process with a message that names it.
+ * bad one stops the process with a ConfigurationError that names it (exit code 2). The local controller
+ * builds a RelayConfig itself (src/local/controller.ts) and passes it in: no environment in between.
  */
 import { hostname } from "node:os";
 import { z } from "zod";
-import { fieldIssues, formatIssues } from "../issues";
+import { blankIsUnset, ENV, type Environment, type LogLevel, logLevel, parseEnvironment } from "../config/environment";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, leaderElectionTimingProblem } from "./leaderElection";
-
-export class RelayConfigError extends Error {
-  override readonly name = "RelayConfigError";
-}
 
 const dnsLabel = z
   .string()
@@ -20,26 +17,29 @@ const dnsSubdomain = z
   .string()
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be an object name (DNS-1123 subdomain)");
-const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
 
 const EnvSchema = z
   .object({
     /** Path to a kubeconfig for the host cluster; unset: in-cluster config (or ~/.kube/config). */
-    KUBECONFIG: z.preprocess(blankIsUnset, z.string().optional()),
+    [ENV.kubeconfig]: z.preprocess(blankIsUnset, z.string().optional()),
+    /** Set by the kubelet in every pod: without KUBECONFIG, the pod's service account is the identity. */
+    [ENV.kubernetesServiceHost]: z.preprocess(blankIsUnset, z.string().optional()),
+    /** debug, info (default), warn or error. */
+    [ENV.logLevel]: logLevel(),
     /** Only DVMs in this namespace; unset: all namespaces. */
-    RELAY_NAMESPACE: z.preprocess(blankIsUnset, dnsLabel.optional()),
+    [ENV.relayNamespace]: z.preprocess(blankIsUnset, dnsLabel.optional()),
     /** One Lambda function for every phase. */
-    RELAY_FUNCTION_NAME: z.preprocess(blankIsUnset, z.string().min(1).max(170).optional()),
+    [ENV.relayFunctionName]: z.preprocess(blankIsUnset, z.string().min(1).max(170).optional()),
     /** One Lambda function per phase, named `${prefix}${phase}`. */
-    RELAY_FUNCTION_PREFIX: z.preprocess(blankIsUnset, z.string().min(1).max(100).optional()),
+    [ENV.relayFunctionPrefix]: z.preprocess(blankIsUnset, z.string().min(1).max(100).optional()),
     /** "Event" (default, fire-and-forget) or "RequestResponse" (waits for the RunResult). */
-    RELAY_INVOCATION_TYPE: z.preprocess(blankIsUnset, z.enum(["Event", "RequestResponse"]).default("Event")),
-    RELAY_HEALTH_PORT: z.preprocess(blankIsUnset, intFrom(0, 65_535).default(8080)),
+    [ENV.relayInvocationType]: z.preprocess(blankIsUnset, z.enum(["Event", "RequestResponse"]).default("Event")),
+    [ENV.relayHealthPort]: z.preprocess(blankIsUnset, intFrom(0, 65_535).default(8080)),
     /** Periodic resync of every live DVM, ms; 0 turns it off. */
-    RELAY_RESYNC_MS: z.preprocess(blankIsUnset, intFrom(0, 86_400_000).default(60_000)),
-    RELAY_CONCURRENCY: z.preprocess(blankIsUnset, intFrom(1, 1_000).default(16)),
+    [ENV.relayResyncMs]: z.preprocess(blankIsUnset, intFrom(0, 86_400_000).default(60_000)),
+    [ENV.relayConcurrency]: z.preprocess(blankIsUnset, intFrom(1, 1_000).default(16)),
     /** More clusters to watch pods on: "name=/path/to/kubeconfig,name2=/path2". */
-    RELAY_POD_CLUSTERS: z.preprocess(
+    [ENV.relayPodClusters]: z.preprocess(
       blankIsUnset,
       z
         .string()
@@ -47,44 +47,48 @@ const EnvSchema = z
         .optional(),
     ),
     /** "false" runs this replica as the only one: no Lease, it always forwards. Default "true". */
-    RELAY_LEADER_ELECTION: z.preprocess(blankIsUnset, z.enum(["true", "false"], 'must be "true" or "false"').default("true")),
+    [ENV.relayLeaderElection]: z.preprocess(blankIsUnset, z.enum(["true", "false"], 'must be "true" or "false"').default("true")),
     /** The Lease the replicas elect their leader on. */
-    RELAY_LEASE_NAME: z.preprocess(blankIsUnset, dnsSubdomain.default("dvm-relay")),
+    [ENV.relayLeaseName]: z.preprocess(blankIsUnset, dnsSubdomain.default("dvm-relay")),
     /** Its namespace: the relay's own (the Deployment sets it from the pod's). */
-    RELAY_LEASE_NAMESPACE: z.preprocess(blankIsUnset, dnsLabel.default("default")),
+    [ENV.relayLeaseNamespace]: z.preprocess(blankIsUnset, dnsLabel.default("default")),
     /** This replica's name in the Lease; default POD_NAME, else hostname-pid. Unique per replica. */
-    RELAY_LEASE_IDENTITY: z.preprocess(blankIsUnset, z.string().min(1).max(253).optional()),
-    POD_NAME: z.preprocess(blankIsUnset, z.string().min(1).max(253).optional()),
-    RELAY_LEASE_DURATION_MS: z.preprocess(blankIsUnset, intFrom(1_000, 3_600_000).default(LEADER_ELECTION_DEFAULTS.leaseDurationMs)),
-    RELAY_LEASE_RENEW_DEADLINE_MS: z.preprocess(blankIsUnset, intFrom(1, 3_600_000).default(LEADER_ELECTION_DEFAULTS.renewDeadlineMs)),
-    RELAY_LEASE_RETRY_PERIOD_MS: z.preprocess(blankIsUnset, intFrom(1, 3_600_000).default(LEADER_ELECTION_DEFAULTS.retryPeriodMs)),
+    [ENV.relayLeaseIdentity]: z.preprocess(blankIsUnset, z.string().min(1).max(253).optional()),
+    [ENV.podName]: z.preprocess(blankIsUnset, z.string().min(1).max(253).optional()),
+    [ENV.relayLeaseDurationMs]: z.preprocess(blankIsUnset, intFrom(1_000, 3_600_000).default(LEADER_ELECTION_DEFAULTS.leaseDurationMs)),
+    [ENV.relayLeaseRenewDeadlineMs]: z.preprocess(blankIsUnset, intFrom(1, 3_600_000).default(LEADER_ELECTION_DEFAULTS.renewDeadlineMs)),
+    [ENV.relayLeaseRetryPeriodMs]: z.preprocess(blankIsUnset, intFrom(1, 3_600_000).default(LEADER_ELECTION_DEFAULTS.retryPeriodMs)),
   })
   .superRefine((env, ctx) => {
     const problem = leaderElectionTimingProblem(timingOf(env));
-    if (env.RELAY_LEADER_ELECTION === "true" && problem) ctx.addIssue({ code: "custom", path: [TIMING_VARIABLES[problem.field]], message: problem.message });
+    if (env[ENV.relayLeaderElection] === "true" && problem) ctx.addIssue({ code: "custom", path: [TIMING_VARIABLES[problem.field]], message: problem.message });
   })
   .superRefine((env, ctx) => {
-    const named = env.RELAY_FUNCTION_NAME !== undefined;
-    const prefixed = env.RELAY_FUNCTION_PREFIX !== undefined;
+    const named = env[ENV.relayFunctionName] !== undefined;
+    const prefixed = env[ENV.relayFunctionPrefix] !== undefined;
     if (named === prefixed) {
       ctx.addIssue({
         code: "custom",
-        path: [named ? "RELAY_FUNCTION_PREFIX" : "RELAY_FUNCTION_NAME"],
+        path: [named ? ENV.relayFunctionPrefix : ENV.relayFunctionName],
         message: named
-          ? "set RELAY_FUNCTION_NAME or RELAY_FUNCTION_PREFIX, not both"
-          : "set RELAY_FUNCTION_NAME (one function) or RELAY_FUNCTION_PREFIX (one per phase)",
+          ? `set ${ENV.relayFunctionName} or ${ENV.relayFunctionPrefix}, not both`
+          : `set ${ENV.relayFunctionName} (one function) or ${ENV.relayFunctionPrefix} (one per phase)`,
       });
     }
   });
 
-const TIMING_VARIABLES: Record<keyof LeaderElectionTiming, string> = {
-  leaseDurationMs: "RELAY_LEASE_DURATION_MS",
-  renewDeadlineMs: "RELAY_LEASE_RENEW_DEADLINE_MS",
-  retryPeriodMs: "RELAY_LEASE_RETRY_PERIOD_MS",
-};
+const TIMING_VARIABLES = {
+  leaseDurationMs: ENV.relayLeaseDurationMs,
+  renewDeadlineMs: ENV.relayLeaseRenewDeadlineMs,
+  retryPeriodMs: ENV.relayLeaseRetryPeriodMs,
+} as const satisfies Record<keyof LeaderElectionTiming, string>;
 
-function timingOf(env: { RELAY_LEASE_DURATION_MS: number; RELAY_LEASE_RENEW_DEADLINE_MS: number; RELAY_LEASE_RETRY_PERIOD_MS: number }): LeaderElectionTiming {
-  return { leaseDurationMs: env.RELAY_LEASE_DURATION_MS, renewDeadlineMs: env.RELAY_LEASE_RENEW_DEADLINE_MS, retryPeriodMs: env.RELAY_LEASE_RETRY_PERIOD_MS };
+function timingOf(env: Record<(typeof TIMING_VARIABLES)[keyof LeaderElectionTiming], number>): LeaderElectionTiming {
+  return {
+    leaseDurationMs: env[ENV.relayLeaseDurationMs],
+    renewDeadlineMs: env[ENV.relayLeaseRenewDeadlineMs],
+    retryPeriodMs: env[ENV.relayLeaseRetryPeriodMs],
+  };
 }
 
 /** Leader election among the relay's replicas (src/relay/leaderElection.ts), or none. */
@@ -93,7 +97,10 @@ export type RelayLeaderElection = { enabled: false } | ({ enabled: true; namespa
 export type RelayFunctionTarget = { kind: "shared"; name: string } | { kind: "perPhase"; prefix: string };
 
 export interface RelayConfig {
+  /** Unset: the pod's service account when `inCluster`, else ~/.kube/config. */
   kubeconfigPath?: string;
+  inCluster: boolean;
+  logLevel: LogLevel;
   namespace?: string;
   target: RelayFunctionTarget;
   invocationType: "Event" | "RequestResponse";
@@ -104,22 +111,26 @@ export interface RelayConfig {
   leaderElection: RelayLeaderElection;
 }
 
-/** Reads the relay's settings from `env`; throws RelayConfigError naming the first bad variable. */
-export function parseRelayEnv(env: Record<string, string | undefined>): RelayConfig {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new RelayConfigError(`relay configuration: ${formatIssues(fieldIssues("", parsed.error, "environment"))}`);
-  }
-  const e = parsed.data;
+/** The relay process's environment: the one read of process.env for the relay. */
+export function relayEnvironment(): Environment {
+  return process.env;
+}
+
+/** Reads the relay's settings from `env`; throws ConfigurationError naming every bad variable. */
+export function parseRelayEnv(env: Environment): RelayConfig {
+  const e = parseEnvironment(EnvSchema, env, "relay configuration");
+  const shared = e[ENV.relayFunctionName];
   return {
-    ...(e.KUBECONFIG ? { kubeconfigPath: e.KUBECONFIG } : {}),
-    ...(e.RELAY_NAMESPACE ? { namespace: e.RELAY_NAMESPACE } : {}),
-    target: e.RELAY_FUNCTION_NAME ? { kind: "shared", name: e.RELAY_FUNCTION_NAME } : { kind: "perPhase", prefix: e.RELAY_FUNCTION_PREFIX! },
-    invocationType: e.RELAY_INVOCATION_TYPE,
-    healthPort: e.RELAY_HEALTH_PORT,
-    resyncMs: e.RELAY_RESYNC_MS,
-    concurrency: e.RELAY_CONCURRENCY,
-    podClusters: (e.RELAY_POD_CLUSTERS ?? "")
+    ...(e[ENV.kubeconfig] ? { kubeconfigPath: e[ENV.kubeconfig] } : {}),
+    inCluster: e[ENV.kubernetesServiceHost] !== undefined,
+    logLevel: e[ENV.logLevel],
+    ...(e[ENV.relayNamespace] ? { namespace: e[ENV.relayNamespace] } : {}),
+    target: shared ? { kind: "shared", name: shared } : { kind: "perPhase", prefix: e[ENV.relayFunctionPrefix]! },
+    invocationType: e[ENV.relayInvocationType],
+    healthPort: e[ENV.relayHealthPort],
+    resyncMs: e[ENV.relayResyncMs],
+    concurrency: e[ENV.relayConcurrency],
+    podClusters: (e[ENV.relayPodClusters] ?? "")
       .split(",")
       .filter((pair) => pair.length > 0)
       .map((pair) => {
@@ -127,13 +138,13 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayCon
         return { name, kubeconfigPath };
       }),
     leaderElection:
-      e.RELAY_LEADER_ELECTION === "true"
+      e[ENV.relayLeaderElection] === "true"
         ? {
             enabled: true,
-            namespace: e.RELAY_LEASE_NAMESPACE,
-            name: e.RELAY_LEASE_NAME,
+            namespace: e[ENV.relayLeaseNamespace],
+            name: e[ENV.relayLeaseName],
             // The pid keeps two processes on one machine apart; a pod's name is already unique.
-            identity: e.RELAY_LEASE_IDENTITY ?? e.POD_NAME ?? `${hostname()}-${process.pid}`,
+            identity: e[ENV.relayLeaseIdentity] ?? e[ENV.podName] ?? `${hostname()}-${process.pid}`,
             ...timingOf(e),
           }
         : { enabled: false },

@@ -8,9 +8,12 @@
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { LambdaClient, type LambdaClientConfig } from "@aws-sdk/client-lambda";
 import { KubeConfig } from "@kubernetes/client-node";
+import { ENV } from "../config/environment";
+import { ConfigurationError } from "../config/error";
 import { jsonLogger, type Logger } from "../log";
-import { parseRelayEnv, type RelayConfig, RelayConfigError } from "./config";
+import { parseRelayEnv, type RelayConfig, relayEnvironment } from "./config";
 import { startHealthServer } from "./health";
 import { functionPerPhase, LambdaTransport, sharedFunction } from "./lambdaTransport";
 import { KubeLeaseStore } from "./leaseStore";
@@ -20,9 +23,9 @@ import { RelayReplica } from "./replica";
 function hostKubeConfig(config: RelayConfig): KubeConfig {
   const kc = new KubeConfig();
   if (config.kubeconfigPath) kc.loadFromFile(config.kubeconfigPath);
-  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else if (config.inCluster) kc.loadFromCluster();
   else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) throw new RelayConfigError("relay configuration: KUBECONFIG: no current cluster in the kubeconfig");
+  if (!kc.getCurrentCluster()) throw new ConfigurationError(`relay configuration: ${ENV.kubeconfig}: no current cluster in the kubeconfig`, ENV.kubeconfig);
   return kc;
 }
 
@@ -32,13 +35,18 @@ function kubeConfigFile(path: string): KubeConfig {
   return kc;
 }
 
+export interface RunRelayOptions {
+  /** The Lambda client's endpoint, region, credentials; default: the SDK's own resolution (AWS_* variables, IRSA). */
+  lambda?: Pick<LambdaClientConfig, "endpoint" | "region" | "credentials">;
+}
+
 /** Starts the relay and its health server; resolves with a function that stops both. */
-export async function runRelay(env: Record<string, string | undefined>, log: Logger): Promise<() => Promise<void>> {
-  const config = parseRelayEnv(env);
+export async function runRelay(config: RelayConfig, log: Logger, options: RunRelayOptions = {}): Promise<() => Promise<void>> {
   const kubeConfig = hostKubeConfig(config);
   const transport = new LambdaTransport({
     functionFor: config.target.kind === "shared" ? sharedFunction(config.target.name) : functionPerPhase(config.target.prefix),
     invocationType: config.invocationType,
+    ...(options.lambda ? { client: new LambdaClient(options.lambda) } : {}),
     log,
   });
   const { leaderElection } = config;
@@ -78,12 +86,14 @@ export async function runRelay(env: Record<string, string | undefined>, log: Log
 }
 
 async function main(): Promise<void> {
-  const log = jsonLogger({ component: "relay" });
+  let log = jsonLogger({ component: "relay" });
   let stop: () => Promise<void>;
   try {
-    stop = await runRelay(process.env, log);
+    const config = parseRelayEnv(relayEnvironment());
+    log = jsonLogger({ component: "relay" }, config.logLevel);
+    stop = await runRelay(config, log);
   } catch (error) {
-    if (error instanceof RelayConfigError) {
+    if (error instanceof ConfigurationError) {
       log.error(error.message);
       process.exit(2);
     }

@@ -43,7 +43,7 @@ function expectInvariants(ours: TargetReport, allowedRepeats = 0): void {
   expect(ours.createdTwice).toEqual([]);
 }
 
-describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)", HAVE_CONTROL_PLANE_BINARIES, "bash infra/controlplane/build.sh"))(
+describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)", HAVE_CONTROL_PLANE_BINARIES, "bash infra/dev/controlplane/build.sh"))(
   "chaos: restarts",
   () => {
     it("the host API server restarts mid-migration", async () => {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import { DynamoPhaseLedger, type LedgerEntry, MAX_CLAIM_RECORDS } from "../../src/ledger";
 import { buildTimingReport, checkWellFormedXml, countElementsWithClass, type TimingReport } from "../../src/report";
-import { createPhaseRunner } from "../../src/runtime/phaseRunner";
+import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";

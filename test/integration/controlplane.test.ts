@@ -324,7 +324,7 @@ describe("pods on the kwok node", () => {
 });
 
 describe("DVM validation by the API server", () => {
-  it("serves the CRDs exactly as written in infra/crds", async () => {
+  it("serves the CRDs exactly as written in infra/deploy/crds", async () => {
     const raw = source.makeApiClient(CustomObjectsApi);
     for (const crd of readCrds(DEFAULT_CRD_DIR)) {
       const served = (await raw.getClusterCustomObject({

@@ -6,11 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
-import { createLedgerClient, DynamoPhaseLedger } from "../../src/ledger";
+import { DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
 import { silentLogger } from "../../src/log";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
+import { testDynamoClient } from "../support/dynamo";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
 
 const clusters = testClusters();
@@ -48,7 +49,8 @@ describe("the controller on the real stack", () => {
     expect(done.status.itinerary).toBe("VolumeMigration");
     expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
     expect(done.status.rsyncOperations?.every((op) => op.succeeded)).toBe(true);
-    const ledger = new DynamoPhaseLedger({ client: createLedgerClient({ endpoint: controller.dynamoEndpoint }), tableName: controller.ledgerTableName });
+    // The controller passes its region and credentials to its own clients (it sets no AWS_* variables): so does the test.
+    const ledger = new DynamoPhaseLedger({ client: testDynamoClient(), tableName: controller.ledgerTableName });
     const history = await ledger.history(created.metadata.uid);
     expect(history.map((e) => e.key.phase)).toEqual(ITINERARIES.VolumeMigration.filter((p) => p !== "Completed"));
     expect(history.every((e) => e.state === "COMPLETED" && e.takeovers === 0)).toBe(true);

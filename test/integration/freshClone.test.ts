@@ -159,7 +159,7 @@ describe("a fresh clone", () => {
   it(
     "npm test prepares the machine, type-checks and runs the tests (narrowed to one unit file here)",
     async () => {
-      const test = runLine(`${testCommands[0]} -- --project unit test/unit/itinerary.test.ts`, clone);
+      const test = runLine(`${testCommands[0]} -- --project unit test/unit/dvm/itinerary.test.ts`, clone);
       leftovers.push(test);
       const { code } = await test.exited;
       expect(code, test.output().slice(-4000)).toBe(0);

@@ -1,5 +1,5 @@
 /**
- * infra/controlplane/build.sh's Kubernetes binaries: kube-apiserver for kwok mode, and kubelet,
+ * infra/dev/controlplane/build.sh's Kubernetes binaries: kube-apiserver for kwok mode, and kubelet,
  * kube-controller-manager, kube-scheduler and kube-proxy for node mode, all from one release (they must
  * agree with each other) and all static (CGO_ENABLED=0, so they run wherever the node harness puts
  * them). The script is run first: cached it takes a tenth of a second; otherwise it builds what is
@@ -18,7 +18,7 @@ const COMPONENTS = ["kube-apiserver", "kubelet", "kube-controller-manager", "kub
 let binDir: string;
 
 beforeAll(async () => {
-  const built = await run("bash", [join(ROOT, "infra", "controlplane", "build.sh")], { encoding: "utf8", timeout: 30 * 60_000 });
+  const built = await run("bash", [join(ROOT, "infra", "dev", "controlplane", "build.sh")], { encoding: "utf8", timeout: 30 * 60_000 });
   binDir = built.stdout.trim().split("\n").at(-1)!;
 }, 30 * 60_000);
 

@@ -41,7 +41,7 @@ function claimed(result: ClaimResult): Claim {
   return result.claim;
 }
 
-describe.skipIf(missing("DynamoDB (the dynamo test service)", dynamoEndpoint(), "run without DVM_TEST_SERVICES, or fetch it: bash infra/dynamodb/fetch.sh"))(
+describe.skipIf(missing("DynamoDB (the dynamo test service)", dynamoEndpoint(), "unset DVM_TEST_SERVICES, or fetch it: bash infra/dev/dynamodb/fetch.sh"))(
   "DynamoPhaseLedger on DynamoDB",
   () => {
     let table: FreshTable;

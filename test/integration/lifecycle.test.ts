@@ -7,12 +7,13 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DVM_FINALIZER, DVM_GROUP, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
-import { createLedgerClient, DynamoPhaseLedger } from "../../src/ledger";
+import { DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
 import { silentLogger } from "../../src/log";
 import { transferSelector } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
+import { testDynamoClient } from "../support/dynamo";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
 
 const clusters = testClusters();
@@ -115,7 +116,7 @@ describe("a DVM's lifecycle through the API server", () => {
       .readNamespacedPersistentVolumeClaim({ namespace: fixture.namespaces.opsTarget, name: "logs" });
     expect(pvc.metadata?.deletionTimestamp).toBeUndefined();
     // The ledger entries of a DVM that is gone expire; none did while it existed.
-    const ledger = new DynamoPhaseLedger({ client: createLedgerClient({ endpoint: controller.dynamoEndpoint }), tableName: controller.ledgerTableName });
+    const ledger = new DynamoPhaseLedger({ client: testDynamoClient(), tableName: controller.ledgerTableName });
     expect((await ledger.history(uid)).length).toBeGreaterThan(0);
   });
 });

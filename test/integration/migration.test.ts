@@ -13,7 +13,7 @@ import { DynamoPhaseLedger } from "../../src/ledger";
 import { PHASE_BODIES } from "../../src/phases";
 import { LABEL, transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
-import { createPhaseRunner } from "../../src/runtime/phaseRunner";
+import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import {
@@ -214,7 +214,7 @@ describe("the failure path", () => {
       ...fixture.spec,
       persistentVolumeClaims: [(fixture.spec.persistentVolumeClaims as object[])[2]],
       backOffLimit: 2,
-      // kwok fails pods carrying this annotation (infra/kwok/stages.yaml); server pods keep running.
+      // kwok fails pods carrying this annotation (infra/dev/kwok/stages.yaml); server pods keep running.
       transferPodAnnotations: { "dvm.test/fail": "true", "dvm.test/fail-message": "rsync error: error in socket IO (code 10)" },
     };
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-failing", spec);
@@ -255,7 +255,7 @@ describe("the failure path", () => {
     const spec = {
       ...fixture.spec,
       persistentVolumeClaims: [(fixture.spec.persistentVolumeClaims as object[])[2]],
-      // kwok ends the client pod with this exit code and termination message (infra/kwok/stages.yaml).
+      // kwok ends the client pod with this exit code and termination message (infra/dev/kwok/stages.yaml).
       transferPodAnnotations: { "dvm.test/fail": "true", "dvm.test/exit-code": "24", "dvm.test/fail-message": vanished.join("\n") },
     };
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-vanishing", spec);

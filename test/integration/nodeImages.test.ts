@@ -1,5 +1,5 @@
 /**
- * The node-mode images (src/local/nodes/images.ts running infra/nodes/images.sh): built once (about
+ * The node-mode images (src/local/nodes/images.ts running infra/dev/nodes/images.sh): built once (about
  * 3 minutes on a fresh machine), then served from the cache in well under a second. Beyond the
  * manifest, both archives are imported into a real, throwaway containerd and run with runc, as the
  * node harness will run them: the references come out exactly as named, the transfer image has what

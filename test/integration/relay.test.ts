@@ -373,7 +373,7 @@ describe("relay against a real API server", () => {
  */
 const HAVE_BINARIES = existsSync(join(defaultBinDir(), "kube-apiserver")) && existsSync(join(defaultBinDir(), "etcd"));
 
-describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver)", HAVE_BINARIES, "bash infra/controlplane/build.sh"))("relay after 410 Gone", () => {
+describe.skipIf(missing("control-plane binaries (etcd, kube-apiserver)", HAVE_BINARIES, "bash infra/dev/controlplane/build.sh"))("relay after 410 Gone", () => {
   let plane: ControlPlane;
   let proxy: CuttableProxy;
 

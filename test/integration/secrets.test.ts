@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { ENV } from "../../src/config/environment";
 import { DVM_GROUP, DVM_VERSION, DVMP_PLURAL } from "../../src/dvm/types";
 import { DynamoPhaseLedger } from "../../src/ledger";
 import type { LocalController } from "../../src/local/controller";
@@ -55,24 +56,25 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
   // Debug logging everywhere: the more is printed, the more a leak would show. The function sends its
   // CloudEvents to the sink (serverless-offline passes these on as serverless.yml params).
-  Object.assign(process.env, {
-    POWERTOOLS_LOG_LEVEL: "DEBUG",
-    LOG_LEVEL: "debug",
-    DVM_EVENTS_SINK: "http",
-    DVM_EVENTS_HTTP_URL: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/events`,
-  });
   controller = await startTestController(
     clusters,
     fixture,
     "secrets",
     jsonLogger({ component: "relay" }, "debug", (line) => relayLines.push(line)),
+    {
+      functionSettings: {
+        [ENV.powertoolsLogLevel]: "DEBUG",
+        [ENV.logLevel]: "debug",
+        [ENV.eventsSink]: "http",
+        [ENV.eventsHttpUrl]: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/events`,
+      },
+    },
   );
 });
 
 afterAll(async () => {
   await controller?.stop();
   await new Promise((resolve) => sink?.close(resolve));
-  for (const name of ["DVM_EVENTS_SINK", "DVM_EVENTS_HTTP_URL"]) delete process.env[name];
 });
 
 /** Every core/v1 Event on one cluster, whoever wrote it (the API server, kwok, the controller). */

@@ -23,7 +23,7 @@ import { KubeApiError } from "../../src/kube/errors";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
 import { LABEL } from "../../src/phases/names";
-import { createPhaseRunner } from "../../src/runtime/phaseRunner";
+import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";

@@ -4,7 +4,7 @@
  * existing clusters:
  *   DVM_SOURCE_KUBECONFIG / DVM_DESTINATION_KUBECONFIG   a kubeconfig file per side (its current context), or
  *   KUBECONFIG (+ DVM_SOURCE_CONTEXT / DVM_DESTINATION_CONTEXT, default: the current context).
- * Either way this project's CRDs (infra/crds) are installed. Tests read the clusters with
+ * Either way this project's CRDs (infra/deploy/crds) are installed. Tests read the clusters with
  * testClusters() from test/support/clusters.ts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -46,7 +46,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
 
   const external = externalClusters();
   if (external) {
-    // The tests need this project's CRDs, as they are in infra/crds (create or replace).
+    // The tests need this project's CRDs, as they are in infra/deploy/crds (create or replace).
     for (const side of [external.clusters.source, external.clusters.destination]) {
       const kc = new KubeConfig();
       kc.loadFromFile(side.kubeconfigPath);

@@ -2,16 +2,19 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Environment } from "../../src/config/environment";
 import type { MigrationPolicy } from "../../src/dvm/policy";
 import { type LocalController, startLocalController } from "../../src/local/controller";
 import type { Logger } from "../../src/log";
 import type { TestClusters } from "./clusters";
-import { dynamoEndpoint } from "./dynamo";
+import { dynamoEndpoint, testAwsAccess } from "./dynamo";
 import { type MigrationFixture, TEST_MIGRATION_POLICY } from "./migration";
 
 export interface TestControllerOptions {
   /** The operator's migration policy for the phase function; default TEST_MIGRATION_POLICY. */
   policy?: MigrationPolicy;
+  /** More of the phase function's settings (src/local/controller.ts functionSettings). */
+  functionSettings?: Environment;
 }
 
 export async function startTestController(
@@ -23,15 +26,15 @@ export async function startTestController(
 ): Promise<LocalController> {
   const dynamo = dynamoEndpoint();
   if (!dynamo) throw new Error("DynamoDB is not part of this run");
-  // The controller and the function it starts read the ledger's endpoint from the environment.
-  Object.assign(process.env, { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, AWS_REGION: dynamo.region });
-  if (!process.env.AWS_ACCESS_KEY_ID) Object.assign(process.env, { AWS_ACCESS_KEY_ID: "dvmlocal", AWS_SECRET_ACCESS_KEY: "dvmlocal" });
   return startLocalController({
     kubeconfig: clusters.info.source.kubeconfigPath,
+    dynamoEndpoint: dynamo.endpoint,
+    aws: testAwsAccess(dynamo.endpoint, dynamo.region),
     podClusters: fixture.sameCluster ? [] : [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
     ledgerTableName: `dvm-${name}-${fixture.run}`,
     stateDir: mkdtempSync(join(tmpdir(), `dvm-${name}-`)),
     log,
     policy: options.policy ?? TEST_MIGRATION_POLICY,
+    ...(options.functionSettings ? { functionSettings: options.functionSettings } : {}),
   });
 }

@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { inject } from "vitest";
+import { ENV } from "../../src/config/environment";
 import { createLedgerClient, ensureLedgerTable } from "../../src/ledger";
 
 /** The endpoint from test/setup/dynamo.ts, or undefined when the run was narrowed to other services. */
@@ -22,12 +23,13 @@ function isLoopback(endpoint: string): boolean {
 export function testDynamoClient(): DynamoDBClient {
   const dynamo = dynamoEndpoint();
   if (!dynamo) throw new Error("DynamoDB is not part of this run (DVM_TEST_SERVICES excludes dynamo)");
-  const local = isLoopback(dynamo.endpoint) && !process.env.AWS_ACCESS_KEY_ID;
-  return createLedgerClient({
-    endpoint: dynamo.endpoint,
-    region: dynamo.region,
-    ...(local ? { credentials: { accessKeyId: "dvmlocal", secretAccessKey: "dvmlocal" } } : {}),
-  });
+  return createLedgerClient({ endpoint: dynamo.endpoint, ...testAwsAccess(dynamo.endpoint, dynamo.region) });
+}
+
+/** Region and credentials for the test endpoint: dummy ones for a local endpoint, else the SDK's own chain. */
+export function testAwsAccess(endpoint: string, region: string): { region: string; credentials?: { accessKeyId: string; secretAccessKey: string } } {
+  const local = isLoopback(endpoint) && !process.env[ENV.awsAccessKeyId];
+  return { region, ...(local ? { credentials: { accessKeyId: "dvmlocal", secretAccessKey: "dvmlocal" } } : {}) };
 }
 
 export interface FreshTable {

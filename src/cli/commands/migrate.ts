@@ -95,7 +95,7 @@ async function migrate(ctx: CliContext, nameArg: string | undefined, options: Mi
     if (e.isNotFound) {
       if (!(await host.cluster.serves(KINDS.DirectVolumeMigration))) {
         throw new CliError(
-          `the API server at ${host.server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/crds) or pick another --context`,
+          `the API server at ${host.server} does not serve ${DVM_PLURAL}.${DVM_GROUP}: install the CRDs (infra/deploy/crds) or pick another --context`,
         );
       }
       throw new CliError(`namespace "${namespace}" not found: create it, or pass -n/--namespace`);

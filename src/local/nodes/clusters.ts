@@ -5,7 +5,7 @@
  * data-phase benchmark and `npm start` where the machine allows it.
  *
  * A run owns a "slot" (src/local/nodes/plan.ts): its state folder, bridge, namespaces and addresses. Stop
- * (or, if this process dies, a watchdog) runs infra/nodes/teardown.sh, which removes all of it; a slot left
+ * (or, if this process dies, a watchdog) runs infra/dev/nodes/teardown.sh, which removes all of it; a slot left
  * by a crashed owner is torn down before reuse.
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
@@ -20,7 +20,7 @@ import { createNetwork } from "./network";
 import { type RealNode, startNode } from "./node";
 import { MAX_SLOTS, type SlotPlan, slotPlan } from "./plan";
 
-const TEARDOWN = fileURLToPath(new URL("../../../infra/nodes/teardown.sh", import.meta.url));
+const TEARDOWN = fileURLToPath(new URL("../../../infra/dev/nodes/teardown.sh", import.meta.url));
 export const NODES_STATE_ROOT = "/var/tmp/dvm-nodes";
 /** The StorageClass every node-mode cluster has: host-path volumes from the controller-manager. */
 export const NODE_STORAGE_CLASS = "standard";

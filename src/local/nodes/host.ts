@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { localTools } from "../config";
 
 const execFileAsync = promisify(execFile);
 
@@ -36,7 +37,7 @@ export async function hostQuiet(command: string, args: readonly string[]): Promi
 }
 
 function onPath(tool: string): boolean {
-  const dirs = (process.env.PATH ?? "").split(":").concat(["/usr/sbin", "/sbin"]);
+  const dirs = localTools().path.concat(["/usr/sbin", "/sbin"]);
   return dirs.some((dir) => {
     try {
       accessSync(join(dir, tool), constants.X_OK);
@@ -64,6 +65,6 @@ export function nodeModeSupport(binDir: string): NodeModeSupport {
     };
   }
   const binaries = NODE_BINARIES.filter((binary) => !existsSync(join(binDir, binary)));
-  if (binaries.length > 0) return { ok: false, reason: `node mode needs ${binaries.join(", ")} in ${binDir}: bash infra/controlplane/build.sh` };
+  if (binaries.length > 0) return { ok: false, reason: `node mode needs ${binaries.join(", ")} in ${binDir}: bash infra/dev/controlplane/build.sh` };
   return { ok: true };
 }

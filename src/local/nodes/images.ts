@@ -1,6 +1,6 @@
 /**
  * The two container images node mode runs, the pause image (containerd's sandbox_image) and the
- * transfer image (rsync, stunnel, openssl), built without any registry by infra/nodes/images.sh and
+ * transfer image (rsync, stunnel, openssl), built without any registry by infra/dev/nodes/images.sh and
  * cached under ~/.cache/dvm-controlplane/images. The script is run every time: it alone decides
  * whether the cache matches the current recipe, and a cached run takes a fraction of a second. What it
  * built is read from the images.env manifest whose path it prints last.
@@ -11,8 +11,9 @@ import { isAbsolute } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { childEnvironment } from "../config";
 
-export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../../infra/nodes/images.sh", import.meta.url));
+export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../../infra/dev/nodes/images.sh", import.meta.url));
 
 /** The script's exit code when this machine cannot build the images (not root, tools missing). */
 export const CANNOT_BUILD_EXIT_CODE = 2;
@@ -41,14 +42,14 @@ export class NodeImagesError extends Error {
 export interface NodeImagesOptions {
   /** Each progress line of the script (its stderr). Default: written to this process's stderr. */
   onProgress?: (line: string) => void;
-  /** The script's environment (DVM_CACHE_DIR, KUBE_VERSION, DVM_DEBIAN_MIRROR...). Default process.env. */
+  /** The script's environment (DVM_CACHE_DIR, KUBE_VERSION, DVM_DEBIAN_MIRROR...). Default this process's. */
   env?: NodeJS.ProcessEnv;
 }
 
 /** Builds the images when the cache does not have them for the current recipe, and returns them. */
 export async function ensureNodeImages(options: NodeImagesOptions = {}): Promise<NodeImages> {
   const onProgress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const { code, stdout, lastLines } = await runScript(options.env ?? process.env, onProgress);
+  const { code, stdout, lastLines } = await runScript(options.env ?? childEnvironment(), onProgress);
   if (code === CANNOT_BUILD_EXIT_CODE) {
     throw new NodeImagesUnavailableError(lastLines.at(-1)?.replace(/^\[images\] /, "") ?? `${NODE_IMAGES_SCRIPT} cannot build here`);
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { ConfigurationError } from "../../../src/config/error";
 import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../../../src/dvm/policy";
-import { isPinnedImage, POLICY_ENV, PolicyConfigError, parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
+import { isPinnedImage, POLICY_ENV, parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
 import { DEFAULT_TRANSFER_POLICY } from "../../../src/dvm/transferPolicy";
 import { type DvmSpec, parseDvmSpec } from "../../../src/dvm/types";
 import { DEFAULT_TRANSFER_IMAGE } from "../../../src/transfer/pods";
@@ -105,7 +106,7 @@ describe("the migration policy's configuration", () => {
     for (const image of ["quay.io/konveyor/rsync-transfer:latest", "quay.io/konveyor/rsync-transfer", "localhost:5000/rsync"]) {
       expect(() => parsePolicyEnv({ [POLICY_ENV.defaultTransferImage]: image })).toThrow(/DVM_DEFAULT_TRANSFER_IMAGE: must be pinned/);
     }
-    expect(() => parsePolicyEnv({ [POLICY_ENV.adminNamespaces]: "Not_A_Namespace" })).toThrow(PolicyConfigError);
+    expect(() => parsePolicyEnv({ [POLICY_ENV.adminNamespaces]: "Not_A_Namespace" })).toThrow(ConfigurationError);
     expect(() => parsePolicyEnv({ [POLICY_ENV.adminNamespaces]: "Not_A_Namespace" })).toThrow(/DVM_ADMIN_NAMESPACES/);
   });
 });

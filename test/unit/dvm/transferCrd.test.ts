@@ -7,7 +7,7 @@ import { QUANTITY_PATTERN } from "../../../src/dvm/quantity";
 import { RSYNC_LONG_OPTION_PATTERN, TransferOptionsSchema } from "../../../src/dvm/types";
 
 type Schema = { properties?: Record<string, Schema>; items?: Schema; pattern?: string; minimum?: number; maximum?: number; maxItems?: number };
-const crd = parse(readFileSync(fileURLToPath(new URL("../../../infra/crds/directvolumemigrations.yaml", import.meta.url)), "utf8")) as {
+const crd = parse(readFileSync(fileURLToPath(new URL("../../../infra/deploy/crds/directvolumemigrations.yaml", import.meta.url)), "utf8")) as {
   spec: { versions: { schema: { openAPIV3Schema: Schema } }[] };
 };
 const transfer = crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.transfer!;

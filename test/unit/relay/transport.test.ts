@@ -6,8 +6,10 @@
 import { hostname } from "node:os";
 import type { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { afterEach, describe, expect, it } from "vitest";
+import { ENV } from "../../../src/config/environment";
+import { ConfigurationError } from "../../../src/config/error";
 import { silentLogger } from "../../../src/log";
-import { parseRelayEnv, RelayConfigError } from "../../../src/relay/config";
+import { parseRelayEnv } from "../../../src/relay/config";
 import { type HealthServer, startHealthServer } from "../../../src/relay/health";
 import { functionPerPhase, LambdaInvokeError, LambdaTransport, RemoteFunctionError, sharedFunction } from "../../../src/relay/lambdaTransport";
 import { InProcessTransport } from "../../../src/relay/transport";
@@ -125,7 +127,9 @@ describe("health server", () => {
 
 describe("relay environment", () => {
   it("reads a complete environment with defaults", () => {
-    expect(parseRelayEnv({ RELAY_FUNCTION_NAME: "dvm-phase" })).toEqual({
+    expect(parseRelayEnv({ [ENV.relayFunctionName]: "dvm-phase" })).toEqual({
+      inCluster: false,
+      logLevel: "info",
       target: { kind: "shared", name: "dvm-phase" },
       invocationType: "Event",
       healthPort: 8080,
@@ -144,13 +148,13 @@ describe("relay environment", () => {
     });
     expect(
       parseRelayEnv({
-        KUBECONFIG: "/k",
-        RELAY_NAMESPACE: "migrations",
-        RELAY_FUNCTION_PREFIX: "dvm-dev-",
-        RELAY_INVOCATION_TYPE: "RequestResponse",
-        RELAY_HEALTH_PORT: "9000",
-        RELAY_RESYNC_MS: "0",
-        RELAY_POD_CLUSTERS: "source=/s.kubeconfig,destination=/d.kubeconfig",
+        [ENV.kubeconfig]: "/k",
+        [ENV.relayNamespace]: "migrations",
+        [ENV.relayFunctionPrefix]: "dvm-dev-",
+        [ENV.relayInvocationType]: "RequestResponse",
+        [ENV.relayHealthPort]: "9000",
+        [ENV.relayResyncMs]: "0",
+        [ENV.relayPodClusters]: "source=/s.kubeconfig,destination=/d.kubeconfig",
       }),
     ).toMatchObject({
       kubeconfigPath: "/k",
@@ -167,36 +171,38 @@ describe("relay environment", () => {
   });
 
   it("reads the leader election settings: the pod's name as identity, or off", () => {
-    const env = { RELAY_FUNCTION_NAME: "a", POD_NAME: "dvm-relay-7d9-x2k", RELAY_LEASE_NAMESPACE: "dvm-system" };
+    const env = { [ENV.relayFunctionName]: "a", [ENV.podName]: "dvm-relay-7d9-x2k", [ENV.relayLeaseNamespace]: "dvm-system" };
     expect(parseRelayEnv(env).leaderElection).toMatchObject({ enabled: true, namespace: "dvm-system", name: "dvm-relay", identity: "dvm-relay-7d9-x2k" });
-    expect(parseRelayEnv({ ...env, RELAY_LEASE_IDENTITY: "explicit", RELAY_LEASE_NAME: "relay.ha" }).leaderElection).toMatchObject({
+    expect(parseRelayEnv({ ...env, [ENV.relayLeaseIdentity]: "explicit", [ENV.relayLeaseName]: "relay.ha" }).leaderElection).toMatchObject({
       identity: "explicit",
       name: "relay.ha",
     });
     expect(
-      parseRelayEnv({ ...env, RELAY_LEASE_DURATION_MS: "4000", RELAY_LEASE_RENEW_DEADLINE_MS: "2500", RELAY_LEASE_RETRY_PERIOD_MS: "500" }).leaderElection,
+      parseRelayEnv({ ...env, [ENV.relayLeaseDurationMs]: "4000", [ENV.relayLeaseRenewDeadlineMs]: "2500", [ENV.relayLeaseRetryPeriodMs]: "500" })
+        .leaderElection,
     ).toMatchObject({ leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 });
-    expect(parseRelayEnv({ ...env, RELAY_LEADER_ELECTION: "false", RELAY_LEASE_RENEW_DEADLINE_MS: "20000" }).leaderElection).toEqual({ enabled: false });
+    expect(parseRelayEnv({ ...env, [ENV.relayLeaderElection]: "false", [ENV.relayLeaseRenewDeadlineMs]: "20000" }).leaderElection).toEqual({ enabled: false });
   });
 
   it.each([
-    [{}, "RELAY_FUNCTION_NAME"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEADER_ELECTION: "yes" }, "RELAY_LEADER_ELECTION"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_NAME: "Not A Name" }, "RELAY_LEASE_NAME"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_NAMESPACE: "dvm_system" }, "RELAY_LEASE_NAMESPACE"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_DURATION_MS: "1500" }, "RELAY_LEASE_DURATION_MS"],
+    [{}, ENV.relayFunctionName],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayLeaderElection]: "yes" }, ENV.relayLeaderElection],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayLeaseName]: "Not A Name" }, ENV.relayLeaseName],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayLeaseNamespace]: "dvm_system" }, ENV.relayLeaseNamespace],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayLeaseDurationMs]: "1500" }, ENV.relayLeaseDurationMs],
     // A renew deadline at or above the lease duration would let two leaders work at once.
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_DURATION_MS: "10000", RELAY_LEASE_RENEW_DEADLINE_MS: "10000" }, "RELAY_LEASE_RENEW_DEADLINE_MS"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_LEASE_RENEW_DEADLINE_MS: "2000", RELAY_LEASE_RETRY_PERIOD_MS: "2000" }, "RELAY_LEASE_RETRY_PERIOD_MS"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_FUNCTION_PREFIX: "b" }, "RELAY_FUNCTION_PREFIX"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_HEALTH_PORT: "eighty" }, "RELAY_HEALTH_PORT"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_HEALTH_PORT: "70000" }, "RELAY_HEALTH_PORT"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_INVOCATION_TYPE: "DryRun" }, "RELAY_INVOCATION_TYPE"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_RESYNC_MS: "-5" }, "RELAY_RESYNC_MS"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_NAMESPACE: "Not_A_Namespace" }, "RELAY_NAMESPACE"],
-    [{ RELAY_FUNCTION_NAME: "a", RELAY_POD_CLUSTERS: "source" }, "RELAY_POD_CLUSTERS"],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayLeaseDurationMs]: "10000", [ENV.relayLeaseRenewDeadlineMs]: "10000" }, ENV.relayLeaseRenewDeadlineMs],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayLeaseRenewDeadlineMs]: "2000", [ENV.relayLeaseRetryPeriodMs]: "2000" }, ENV.relayLeaseRetryPeriodMs],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayFunctionPrefix]: "b" }, ENV.relayFunctionPrefix],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayHealthPort]: "eighty" }, ENV.relayHealthPort],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayHealthPort]: "70000" }, ENV.relayHealthPort],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayInvocationType]: "DryRun" }, ENV.relayInvocationType],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayResyncMs]: "-5" }, ENV.relayResyncMs],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayNamespace]: "Not_A_Namespace" }, ENV.relayNamespace],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayPodClusters]: "source" }, ENV.relayPodClusters],
+    [{ [ENV.relayFunctionName]: "a", [ENV.logLevel]: "loud" }, ENV.logLevel],
   ])("rejects %o naming %s", (env, variable) => {
-    expect(() => parseRelayEnv(env)).toThrow(RelayConfigError);
+    expect(() => parseRelayEnv(env)).toThrow(ConfigurationError);
     expect(() => parseRelayEnv(env)).toThrow(new RegExp(`${variable}:`));
   });
 });

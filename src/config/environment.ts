@@ -1,0 +1,127 @@
+/**
+ * The environment variable names of every deployable, defined once: code, tests and docs import them
+ * from here. What each deployable reads, and how, is its configuration module's schema:
+ *   phase function   src/aws/phaseConfig.ts
+ *   trigger          src/aws/triggerConfig.ts
+ *   relay            src/relay/config.ts
+ *   local controller src/local/config.ts (`npm start`, and the development tools under src/local/)
+ *   CLI              src/cli/config.ts
+ * Only those modules (and no other file below src/ or functions/) touch process.env
+ * (test/unit/config/environment.test.ts checks it).
+ */
+import { z } from "zod";
+import { fieldIssues, formatIssues } from "../issues";
+import { ConfigurationError } from "./error";
+
+export const ENV = {
+  // The host cluster and the ledger.
+  kubeconfig: "KUBECONFIG",
+  kubernetesServiceHost: "KUBERNETES_SERVICE_HOST",
+  kubeconfigParameter: "DVM_KUBECONFIG_PARAMETER",
+  ledgerTable: "LEDGER_TABLE_NAME",
+  // Lambda's and Powertools' own.
+  serviceName: "POWERTOOLS_SERVICE_NAME",
+  powertoolsLogLevel: "POWERTOOLS_LOG_LEVEL",
+  logLevel: "LOG_LEVEL",
+  // The AWS SDK's own (the SDK reads them itself in Lambda; the local controller and the CLI pass them on).
+  awsRegion: "AWS_REGION",
+  awsDefaultRegion: "AWS_DEFAULT_REGION",
+  awsEndpoint: "AWS_ENDPOINT_URL",
+  awsDynamoEndpoint: "AWS_ENDPOINT_URL_DYNAMODB",
+  awsLambdaEndpoint: "AWS_ENDPOINT_URL_LAMBDA",
+  awsAccessKeyId: "AWS_ACCESS_KEY_ID",
+  awsSecretAccessKey: "AWS_SECRET_ACCESS_KEY",
+  awsProfile: "AWS_PROFILE",
+  awsWebIdentityTokenFile: "AWS_WEB_IDENTITY_TOKEN_FILE",
+  awsSdkNodeVersionWarningDisabled: "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED",
+  // The migration policy (src/dvm/policyConfig.ts).
+  adminNamespaces: "DVM_ADMIN_NAMESPACES",
+  transferImages: "DVM_TRANSFER_IMAGES",
+  defaultTransferImage: "DVM_DEFAULT_TRANSFER_IMAGE",
+  // The migration policy's transfer part (src/dvm/transferPolicy.ts): what a DVM's spec.transfer may ask for.
+  transferDelete: "DVM_TRANSFER_DELETE",
+  transferPartial: "DVM_TRANSFER_PARTIAL",
+  transferHardLinks: "DVM_TRANSFER_HARD_LINKS",
+  transferVerify: "DVM_TRANSFER_VERIFY",
+  transferMaxBandwidth: "DVM_TRANSFER_MAX_BANDWIDTH_KIB",
+  transferConcurrentVolumes: "DVM_TRANSFER_CONCURRENT_VOLUMES",
+  transferMaxConcurrentVolumes: "DVM_TRANSFER_MAX_CONCURRENT_VOLUMES",
+  rsyncExtraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
+  transferMaxCpu: "DVM_TRANSFER_MAX_CPU",
+  transferMaxMemory: "DVM_TRANSFER_MAX_MEMORY",
+  // The phase function's outgoing events.
+  eventsSink: "DVM_EVENTS_SINK",
+  eventsBusName: "DVM_EVENTS_BUS_NAME",
+  eventsHttpUrl: "DVM_EVENTS_HTTP_URL",
+  eventsHttpMode: "DVM_EVENTS_HTTP_MODE",
+  eventsSource: "DVM_EVENTS_SOURCE",
+  eventsFlushMs: "DVM_EVENTS_FLUSH_MS",
+  eventsQueue: "DVM_EVENTS_QUEUE",
+  // The trigger.
+  triggerAllowedSources: "TRIGGER_ALLOWED_SOURCES",
+  triggerMaxEventBytes: "TRIGGER_MAX_EVENT_BYTES",
+  // The relay.
+  relayNamespace: "RELAY_NAMESPACE",
+  relayFunctionName: "RELAY_FUNCTION_NAME",
+  relayFunctionPrefix: "RELAY_FUNCTION_PREFIX",
+  relayInvocationType: "RELAY_INVOCATION_TYPE",
+  relayHealthPort: "RELAY_HEALTH_PORT",
+  relayResyncMs: "RELAY_RESYNC_MS",
+  relayConcurrency: "RELAY_CONCURRENCY",
+  relayPodClusters: "RELAY_POD_CLUSTERS",
+  relayLeaderElection: "RELAY_LEADER_ELECTION",
+  relayLeaseName: "RELAY_LEASE_NAME",
+  relayLeaseNamespace: "RELAY_LEASE_NAMESPACE",
+  relayLeaseIdentity: "RELAY_LEASE_IDENTITY",
+  relayLeaseDurationMs: "RELAY_LEASE_DURATION_MS",
+  relayLeaseRenewDeadlineMs: "RELAY_LEASE_RENEW_DEADLINE_MS",
+  relayLeaseRetryPeriodMs: "RELAY_LEASE_RETRY_PERIOD_MS",
+  podName: "POD_NAME",
+  // The CLI.
+  home: "HOME",
+  cliDebug: "DVM_CLI_DEBUG",
+  // The development tools (src/local/): caches, versions, logs.
+  path: "PATH",
+  cacheDir: "DVM_CACHE_DIR",
+  controlPlaneBin: "DVM_CONTROLPLANE_BIN",
+  dynamoSimulatorVersion: "DVM_DYNAMODB_SIMULATOR_VERSION",
+  keepLogs: "DVM_KEEP_LOGS",
+} as const;
+
+/** An environment as a process has it: names to text, any of them unset. */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** A blank value counts as unset (a ConfigMap or a shell cannot always leave a variable out). */
+export const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
+
+/** An optional variable: blank or unset is undefined, anything else must pass `schema`. */
+export const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema.optional());
+
+/** Optional text, trimmed. */
+export const optionalText = () => optional(z.string().trim().min(1));
+
+/** A whole number in [min, max], written in decimal. */
+export const wholeNumber = (min: number, max: number) =>
+  z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
+
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** LOG_LEVEL, any case; default info. */
+export const logLevel = () =>
+  z.preprocess(
+    (value) => (typeof blankIsUnset(value) === "string" ? (value as string).trim().toLowerCase() : undefined),
+    z.enum(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(", ")}`).default("info"),
+  );
+
+/**
+ * Parses `env` with `schema`; a bad setting throws ConfigurationError whose message names every bad
+ * variable ("relay configuration: RELAY_HEALTH_PORT: must be a whole number") and whose `variable` is
+ * the first. `what` names the deployable.
+ */
+export function parseEnvironment<T extends z.ZodType>(schema: T, env: Environment, what: string): z.output<T> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const issues = fieldIssues("", parsed.error, "environment");
+  throw new ConfigurationError(`${what}: ${formatIssues(issues)}`, issues[0]?.field);
+}

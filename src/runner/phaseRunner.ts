@@ -1,0 +1,48 @@
+/**
+ * The composition root of a phase function: the real store, ledger and cluster resolver wired into the
+ * runner. Handlers (functions/) and local runs call this; tests may wire the parts themselves.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Clock } from "../clock";
+import type { ExecutablePhaseName } from "../dvm/itinerary";
+import type { MigrationPolicy } from "../dvm/policy";
+import { KubeDvmStore } from "../kube/dvmStore";
+import { SecretClusterResolver } from "../kube/resolver";
+import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "../ledger";
+import type { Logger } from "../log";
+import type { PhaseBody } from "../phases/types";
+import { PhaseRunner, type RunnerOptions } from "./runner";
+
+export interface PhaseRunnerConfig {
+  /** The host cluster: where the DVMs live. */
+  hostKubeConfig: KubeConfig;
+  ledgerTableName: string;
+  /** Default: a client for AWS_ENDPOINT_URL(_DYNAMODB) or AWS, with the ledger's own retries. */
+  dynamo?: LedgerDynamoClient;
+  clock?: Clock;
+  log?: Logger;
+  leaseMs?: number;
+  bodies?: Record<ExecutablePhaseName, PhaseBody>;
+  /** What a DVM may reference; default DEFAULT_MIGRATION_POLICY (src/dvm/policy.ts). */
+  policy?: MigrationPolicy;
+  onResult?: RunnerOptions["onResult"];
+}
+
+export function createPhaseRunner(config: PhaseRunnerConfig): PhaseRunner {
+  const clock = config.clock;
+  return new PhaseRunner({
+    store: new KubeDvmStore(config.hostKubeConfig),
+    ledger: new DynamoPhaseLedger({
+      client: config.dynamo ?? createLedgerClient(),
+      tableName: config.ledgerTableName,
+      ...(clock ? { now: () => clock.now() } : {}),
+    }),
+    clusters: new SecretClusterResolver(config.hostKubeConfig),
+    ...(clock ? { clock } : {}),
+    ...(config.log ? { log: config.log } : {}),
+    ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}),
+    ...(config.bodies ? { bodies: config.bodies } : {}),
+    ...(config.onResult ? { onResult: config.onResult } : {}),
+    ...(config.policy ? { policy: config.policy } : {}),
+  });
+}

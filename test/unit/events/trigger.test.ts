@@ -1,0 +1,311 @@
+/**
+ * The trigger's decisions with an in-memory store: idempotent creation (201, then 200 for a
+ * redelivery, 409 for a name collision), what lands on the DVM, how API server errors are answered,
+ * and the Lambda adapter (API Gateway v2 and EventBridge in, response or thrown error out). The real
+ * API server and serverless-offline are in test/integration/trigger.test.ts.
+ */
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { CloudEvent, HTTP } from "cloudevents";
+import { describe, expect, it } from "vitest";
+import type { MetricsWriter } from "../../../src/aws/phaseMetrics";
+import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../../src/aws/triggerHandler";
+import { ENV } from "../../../src/config/environment";
+import type { DvmSpec } from "../../../src/dvm/types";
+import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
+import { dvmNameForEvent, EVENT_ANNOTATION } from "../../../src/events/names";
+import { MIGRATION_REQUESTED } from "../../../src/events/schema";
+import { parseSourceAllowList } from "../../../src/events/sources";
+import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../../src/events/trigger";
+import { KubeApiError } from "../../../src/kube/errors";
+import type { LogAttributes, Logger } from "../../../src/log";
+
+const SPEC: DvmSpec = {
+  persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
+};
+const DATA = { namespace: "migrations", spec: SPEC };
+const SOURCE = "https://ci.example.com/pipelines/7";
+const requested = (overrides: Record<string, unknown> = {}) =>
+  new CloudEvent<unknown>({ type: MIGRATION_REQUESTED, source: SOURCE, id: "req-1", data: DATA, ...overrides });
+
+class MemoryStore implements MigrationStore {
+  readonly objects = new Map<string, NewMigration & { uid: string }>();
+  creates = 0;
+  failCreate: Error | undefined;
+  /** Deletes the object right after the next AlreadyExists (a DVM deleted between create and read). */
+  vanishOnce = false;
+
+  async create(migration: NewMigration): Promise<CreateResult> {
+    this.creates++;
+    if (this.failCreate) throw this.failCreate;
+    const key = `${migration.namespace}/${migration.name}`;
+    if (this.objects.has(key)) {
+      if (this.vanishOnce) {
+        this.vanishOnce = false;
+        this.objects.delete(key);
+      }
+      return { kind: "exists" };
+    }
+    const uid = `uid-${this.objects.size + 1}`;
+    this.objects.set(key, { ...migration, uid });
+    return { kind: "created", uid };
+  }
+
+  async get(namespace: string, name: string): Promise<ExistingMigration | undefined> {
+    const found = this.objects.get(`${namespace}/${name}`);
+    return found && { uid: found.uid, annotations: found.annotations };
+  }
+}
+
+function capturingLogger(lines: { level: string; message: string; attributes?: LogAttributes }[] = []): Logger & { lines: typeof lines } {
+  const at = (level: string) => (message: string, attributes?: LogAttributes) => void lines.push({ level, message, ...(attributes ? { attributes } : {}) });
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: () => capturingLogger(lines) };
+}
+
+function withStore(store = new MemoryStore()): { trigger: Trigger; store: MemoryStore } {
+  return { trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("https://ci.example.com/*") }), store };
+}
+
+describe("the trigger", () => {
+  it("creates one DVM per event, named from its source and id, annotated with the event", async () => {
+    const { trigger, store } = withStore();
+    const reply = await trigger.handleHttp(HTTP.structured(requested()) as never);
+    const name = dvmNameForEvent({ source: SOURCE, id: "req-1" });
+    expect(reply).toEqual({
+      status: 201,
+      body: {
+        result: "created",
+        migration: { namespace: "migrations", name, uid: "uid-1" },
+        event: { source: SOURCE, id: "req-1", type: MIGRATION_REQUESTED },
+      },
+    });
+    const created = store.objects.get(`migrations/${name}`)!;
+    expect(created.annotations).toEqual({ [EVENT_ANNOTATION.source]: SOURCE, [EVENT_ANNOTATION.id]: "req-1", [EVENT_ANNOTATION.type]: MIGRATION_REQUESTED });
+    expect(created.labels).toEqual({ [CREATED_BY_LABEL]: CREATED_BY });
+    expect(created.spec).toEqual(SPEC);
+  });
+
+  it("answers a redelivery (any mode) with 200 and the DVM that exists, creating nothing more", async () => {
+    const { trigger, store } = withStore();
+    const first = await trigger.handleHttp(HTTP.structured(requested()) as never);
+    const again = await trigger.handleHttp(HTTP.binary(requested()) as never);
+    const viaBridge = await trigger.handleEventBridge({
+      id: "bridge-1",
+      "detail-type": MIGRATION_REQUESTED,
+      source: "ignored",
+      detail: JSON.parse(HTTP.structured(requested()).body as string),
+    });
+    expect(first.status).toBe(201);
+    for (const reply of [again, viaBridge]) {
+      expect(reply.status).toBe(200);
+      expect(reply.body).toMatchObject({ result: "exists", migration: { uid: "uid-1", name: dvmNameForEvent({ source: SOURCE, id: "req-1" }) } });
+    }
+    expect(store.objects.size).toBe(1);
+  });
+
+  it("creates another DVM for another id, and uses the name prefix", async () => {
+    const { trigger, store } = withStore();
+    await trigger.handleHttp(HTTP.structured(requested()) as never);
+    const reply = await trigger.handleHttp(HTTP.structured(requested({ id: "req-2", data: { ...DATA, namePrefix: "nightly" } })) as never);
+    expect(reply.status).toBe(201);
+    expect(reply.body).toMatchObject({ migration: { name: dvmNameForEvent({ source: SOURCE, id: "req-2" }, "nightly") } });
+    expect(store.objects.size).toBe(2);
+  });
+
+  it("answers 409 when a DVM of the derived name was created for another event", async () => {
+    const store = new MemoryStore();
+    const name = dvmNameForEvent({ source: SOURCE, id: "req-1" });
+    store.objects.set(`migrations/${name}`, {
+      namespace: "migrations",
+      name,
+      uid: "other",
+      labels: {},
+      spec: SPEC,
+      annotations: { [EVENT_ANNOTATION.source]: "urn:else", [EVENT_ANNOTATION.id]: "x" },
+    });
+    const { trigger } = withStore(store);
+    const reply = await trigger.handleHttp(HTTP.structured(requested()) as never);
+    expect(reply.status).toBe(409);
+    expect(reply.body).toMatchObject({ error: "name collision", field: "id" });
+  });
+
+  it("creates again when the DVM vanished between AlreadyExists and the read", async () => {
+    const { trigger, store } = withStore();
+    await trigger.handleHttp(HTTP.structured(requested()) as never);
+    store.vanishOnce = true;
+    const reply = await trigger.handleHttp(HTTP.structured(requested()) as never);
+    expect(reply.status).toBe(201);
+    expect(store.creates).toBe(3);
+  });
+
+  it.each([
+    ["a namespace that does not exist", new KubeApiError('create: namespaces "migrations" not found', 404, "NotFound"), 422, { field: "data.namespace" }],
+    ["the CRD refusing the object", new KubeApiError("create: spec.persistentVolumeClaims: Invalid value", 422, "Invalid"), 422, { field: "data.spec" }],
+    ["an API server that is down", new KubeApiError("create: connect ECONNREFUSED", undefined, undefined), 503, { error: "unavailable" }],
+    ["throttling", new KubeApiError("create: too many requests", 429, "TooManyRequests"), 503, { error: "unavailable" }],
+    [
+      "RBAC refusing the create",
+      new KubeApiError('create: directvolumemigrations is forbidden: User "trigger"', 403, "Forbidden"),
+      500,
+      { error: "internal error" },
+    ],
+    ["the CRD not installed", new KubeApiError("create: the server could not find the requested resource", 404, "NotFound"), 500, { error: "internal error" }],
+  ])("answers %s with %i", async (_name, error, status, body) => {
+    const store = new MemoryStore();
+    store.failCreate = error;
+    const { trigger } = withStore(store);
+    const reply = await trigger.handleHttp(HTTP.structured(requested()) as never);
+    expect(reply.status).toBe(status);
+    expect(reply.body).toMatchObject(body);
+    // The reply never echoes the API server's words for a fault of ours (they can name users and hosts).
+    if (status === 500) expect(JSON.stringify(reply.body)).not.toContain("User");
+  });
+
+  it("refuses every event, creating nothing, when the allow-list is empty (or not given)", async () => {
+    for (const allowedSources of [parseSourceAllowList(""), parseSourceAllowList(" , "), undefined]) {
+      const store = new MemoryStore();
+      let loads = 0;
+      const trigger = createTrigger({ store: async () => (loads++, store), ...(allowedSources ? { allowedSources } : {}) });
+      const http = await trigger.handleHttp(HTTP.structured(requested()) as never);
+      expect(http).toMatchObject({ status: 403, body: { error: "source not allowed", field: "source" } });
+      const bridge = await trigger.handleEventBridge({
+        version: "0",
+        id: "e-1",
+        "detail-type": MIGRATION_REQUESTED,
+        source: "com.example.ci",
+        detail: { namespace: "migrations", spec: {} },
+      });
+      expect(bridge).toMatchObject({ status: 403, body: { field: "source" } });
+      expect(store.objects.size).toBe(0);
+      expect(loads).toBe(0);
+    }
+  });
+
+  it("refuses an event from a source outside the allow-list, creating nothing", async () => {
+    const { trigger, store } = withStore();
+    const reply = await trigger.handleHttp(HTTP.structured(requested({ source: "https://intruder.example.org/x" })) as never);
+    expect(reply).toMatchObject({ status: 403, body: { field: "source" } });
+    expect(store.objects.size).toBe(0);
+  });
+
+  it("does not load the kubeconfig for an event it refuses", async () => {
+    let loads = 0;
+    const trigger = createTrigger({ store: async () => (loads++, new MemoryStore()) });
+    await trigger.handleHttp({ headers: {}, body: "{}" });
+    expect(loads).toBe(0);
+  });
+});
+
+class MetricsRecorder implements MetricsWriter {
+  readonly dimensions: Record<string, string> = {};
+  readonly values: Record<string, number> = {};
+  addDimension(name: string, value: string) {
+    this.dimensions[name] = value;
+  }
+  addMetric(name: string, _unit: string, value: number) {
+    this.values[name] = value;
+  }
+}
+
+function httpApiEvent(message: { headers: Record<string, unknown>; body: unknown }, base64 = false): APIGatewayProxyEventV2 {
+  const body = String(message.body);
+  return {
+    version: "2.0",
+    routeKey: "POST /migrations",
+    rawPath: "/migrations",
+    rawQueryString: "",
+    headers: Object.fromEntries(Object.entries(message.headers).map(([k, v]) => [k.toLowerCase(), String(v)])),
+    requestContext: {
+      http: { method: "POST", path: "/migrations", protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "test" },
+    } as APIGatewayProxyEventV2["requestContext"],
+    body: base64 ? Buffer.from(body).toString("base64") : body,
+    isBase64Encoded: base64,
+  };
+}
+
+describe("the trigger function's adapter", () => {
+  const setup = () => {
+    const store = new MemoryStore();
+    const metrics = new MetricsRecorder();
+    const handle = createTriggerHandler({
+      trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") }),
+      log: capturingLogger(),
+      metrics,
+    });
+    return { store, metrics, handle };
+  };
+
+  it("turns an HTTP API request (base64 or not) into a JSON response", async () => {
+    const { handle, metrics } = setup();
+    const created = (await handle(httpApiEvent(HTTP.binary(requested()), true))) as APIGatewayProxyStructuredResultV2;
+    expect(created.statusCode).toBe(201);
+    expect(created.headers).toEqual({ "content-type": "application/json" });
+    expect(JSON.parse(created.body!)).toMatchObject({ result: "created", migration: { namespace: "migrations" } });
+    expect(metrics.dimensions).toEqual({ Transport: "http" });
+    expect(metrics.values).toEqual({ MigrationsCreated: 1, MigrationsExisted: 0, MigrationsRefused: 0, MigrationsFailed: 0 });
+
+    const again = (await handle(httpApiEvent(HTTP.structured(requested())))) as APIGatewayProxyStructuredResultV2;
+    expect(again.statusCode).toBe(200);
+    const bad = (await handle(
+      httpApiEvent({ headers: { "content-type": "application/cloudevents+json" }, body: "nope" }),
+    )) as APIGatewayProxyStructuredResultV2;
+    expect(bad.statusCode).toBe(400);
+    expect(JSON.parse(bad.body!)).toMatchObject({ field: "body" });
+    expect(metrics.values.MigrationsRefused).toBe(1);
+  });
+
+  it("answers 503 with Retry-After over HTTP, and throws for EventBridge so Lambda retries", async () => {
+    const { handle, store } = setup();
+    store.failCreate = new KubeApiError("create: connect ECONNREFUSED", undefined, undefined);
+    const http = (await handle(httpApiEvent(HTTP.structured(requested())))) as APIGatewayProxyStructuredResultV2;
+    expect(http.statusCode).toBe(503);
+    expect(http.headers).toMatchObject({ "retry-after": "5" });
+    await expect(handle({ id: "b1", "detail-type": MIGRATION_REQUESTED, source: "urn:x", detail: DATA })).rejects.toBeInstanceOf(TriggerUnavailableError);
+  });
+
+  it("returns the reply of an EventBridge event, refused ones included (not retried)", async () => {
+    const { handle, store } = setup();
+    const created = await handle({
+      version: "0",
+      id: "b1",
+      "detail-type": MIGRATION_REQUESTED,
+      source: "com.example.ci",
+      time: "2024-05-01T10:00:00Z",
+      detail: DATA,
+    });
+    expect(created).toMatchObject({ status: 201, body: { event: { source: "com.example.ci", id: "b1" } } });
+    const redelivered = await handle({ version: "0", id: "b1", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: DATA });
+    expect(redelivered).toMatchObject({ status: 200 });
+    const refused = await handle({ id: "b2", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: { namespace: "migrations" } });
+    expect(refused).toMatchObject({ status: 400, body: { field: "detail.spec" } });
+    expect(store.objects.size).toBe(1);
+  });
+
+  it("refuses anything else with 400", async () => {
+    const { handle } = setup();
+    expect(await handle({ hello: "world" })).toMatchObject({ status: 400, body: { field: "event" } });
+    expect(await handle("text")).toMatchObject({ status: 400 });
+  });
+});
+
+describe("triggerFromEnv", () => {
+  it("warns once, when built, that an empty allow-list refuses every event", () => {
+    const log = capturingLogger();
+    triggerFromEnv({}, log);
+    expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([
+      expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused"),
+    ]);
+    const quiet = capturingLogger();
+    triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:a" }, quiet);
+    expect(quiet.lines).toEqual([]);
+  });
+
+  it("applies the allow-list and the size limit from the environment", async () => {
+    const trigger = triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:only", [ENV.triggerMaxEventBytes]: "100" }, capturingLogger());
+    expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(413);
+    const small = await trigger.handleHttp({
+      headers: { "content-type": "application/cloudevents+json" },
+      body: JSON.stringify({ specversion: "1.0", id: "1", source: "urn:x", type: MIGRATION_REQUESTED }),
+    });
+    expect(small).toMatchObject({ status: 403, body: { field: "source" } });
+  });
+});

@@ -172,9 +172,9 @@ describe("the operator's transfer settings in the environment", () => {
       [{ DVM_TRANSFER_MAX_BANDWIDTH_KIB: "0" }, /DVM_TRANSFER_MAX_BANDWIDTH_KIB: must be a positive integer/],
       [{ DVM_TRANSFER_CONCURRENT_VOLUMES: "20", DVM_TRANSFER_MAX_CONCURRENT_VOLUMES: "10" }, /DVM_TRANSFER_CONCURRENT_VOLUMES: must not exceed/],
       [{ DVM_TRANSFER_MAX_MEMORY: "a lot" }, /DVM_TRANSFER_MAX_MEMORY/],
-      [{ DVM_RSYNC_EXTRA_OPTIONS: "--inplace,--rsh=" }, /DVM_RSYNC_EXTRA_OPTIONS: --rsh could bypass the tunnel/],
-      [{ DVM_RSYNC_EXTRA_OPTIONS: "--bwlimit=" }, /DVM_RSYNC_EXTRA_OPTIONS: --bwlimit is set by the controller/],
-      [{ DVM_RSYNC_EXTRA_OPTIONS: "-z" }, /DVM_RSYNC_EXTRA_OPTIONS: "-z" must be/],
+      [{ DVM_RSYNC_EXTRA_OPTIONS: "--inplace,--rsh=" }, /DVM_RSYNC_EXTRA_OPTIONS\[1\]: --rsh could bypass the tunnel/],
+      [{ DVM_RSYNC_EXTRA_OPTIONS: "--bwlimit=" }, /DVM_RSYNC_EXTRA_OPTIONS\[0\]: --bwlimit is set by the controller/],
+      [{ DVM_RSYNC_EXTRA_OPTIONS: "-z" }, /DVM_RSYNC_EXTRA_OPTIONS\[0\]: "-z" must be/],
     ];
     for (const [env, message] of bad) expect(() => parsePolicyEnv(env)).toThrow(message);
   });

@@ -127,6 +127,8 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
         [POLICY_ENV.transferImages]: "",
         [POLICY_ENV.defaultTransferImage]: "",
       });
+      // Every policy variable is settable by a param of its POLICY_ENV key (blank: the built-in default).
+      for (const name of Object.values(POLICY_ENV)) expect(fn.Properties.Environment.Variables).toHaveProperty(name, expect.any(String));
       expect(parsePolicyEnv(fn.Properties.Environment.Variables)).toEqual({
         ...DEFAULT_MIGRATION_POLICY,
         adminNamespaces: (ADMIN[layout] ?? "dvm-system").split(","),

@@ -96,9 +96,9 @@ describe("a DVM moving 3 PVCs from 2 namespaces", () => {
     expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
     expect(findCondition(done.status.conditions, "Failed")).toBeUndefined();
     expect(done.status.rsyncOperations).toEqual([
-      { pvcReference: { namespace: fixture.namespaces.shop, name: "db" }, currentAttempt: 1, succeeded: true },
-      { pvcReference: { namespace: fixture.namespaces.shop, name: "media" }, currentAttempt: 1, succeeded: true },
-      { pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 1, succeeded: true },
+      { pvcReference: { namespace: fixture.namespaces.shop, name: "db" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
+      { pvcReference: { namespace: fixture.namespaces.shop, name: "media" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
+      { pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
     ]);
     expect(done.status.successfulPods).toHaveLength(3);
 
@@ -199,7 +199,7 @@ describe("a rollback", () => {
     expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationRollback" });
     expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
     expect(done.status.rsyncOperations).toEqual([
-      { pvcReference: { namespace: fixture.namespaces.shopTarget, name: "media-new" }, currentAttempt: 1, succeeded: true },
+      { pvcReference: { namespace: fixture.namespaces.shopTarget, name: "media-new" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
     ]);
     expect(entered.get("CreateDestinationPVCs")).toBeUndefined();
     // The rsync server ran where the data originally came from, the client where it had gone.
@@ -269,7 +269,9 @@ describe("the failure path", () => {
     const warning = findCondition(done.status.conditions, "RsyncFilesVanished");
     expect(warning).toMatchObject({ status: "True", category: "Warn", reason: "SourceFilesVanished" });
     expect(warning?.message).toContain(`${fixture.namespaces.ops}/logs: 2 files vanished during the transfer`);
-    expect(done.status.rsyncOperations).toEqual([{ pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 1, succeeded: true }]);
+    expect(done.status.rsyncOperations).toEqual([
+      { pvcReference: { namespace: fixture.namespaces.ops, name: "logs" }, currentAttempt: 1, succeeded: true, percent: 100, secondsLeft: 0 },
+    ]);
     // One client pod: exit 24 is not retried.
     expect(counter.count(`/api/v1/pods:${fixture.namespaces.ops}`)).toBe(1);
   });

@@ -109,4 +109,53 @@ describe("chaos: one fault at a time", () => {
     expect(ours.createdTwice).toEqual([]);
     expect(baseline.repeats.crashed).toBeGreaterThan(0);
   });
+
+  it("a crash on the second attempt too: the takeover's body is killed, the third attempt completes", async () => {
+    const { ours } = await run("crash-twice", { leaseMs: 3_000 });
+    // Each crash phase dies on attempts 1 and 2, once per DVM: 2 phases x 2 attempts x 2 DVMs.
+    expect(ours.repeats.crashed, "both attempts of each crash phase were killed").toBeGreaterThanOrEqual(2 * 2 * 2);
+    const crashedSecond = ours.repeats.details.filter((d) => /attempt 2 crashed/.test(d)).length;
+    expect(crashedSecond, "second attempts died too").toBeGreaterThan(0);
+    expect(ours.takeovers).toBeGreaterThanOrEqual(ours.repeats.crashed);
+    expect(ours.takeovers).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    expect(ours.stuck).toEqual([]);
+    // A crash pair allows two repeats: one per interrupted execution, never more.
+    expect(ours.repeats.repeats).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    expect(ours.repeats.waitRepeats).toBe(0);
+    expect(ours.repeats.overlaps).toBe(0);
+    expect(ours.lostTransitions).toEqual([]);
+    expect(ours.regressions).toEqual([]);
+    expect(ours.createdTwice).toEqual([]);
+  });
+
+  it("a body that outlives its lease in process is stopped at its deadline and never overlaps a second execution; a renewing body is never taken over", async () => {
+    const { ours } = await run("slow-body");
+    const overrun = ours.repeats.retries;
+    // The overrun stopped by the runner's deadline ended as a retry (LeaseDeadlineError), once per DVM.
+    expect(overrun, "each overrunning body was stopped at its deadline").toBeGreaterThanOrEqual(2);
+    expect(ours.repeats.overlaps, "no two executions of one phase at once").toBe(0);
+    // The heartbeat kept its lease for two lease durations: no takeover anywhere.
+    expect(ours.takeovers).toBe(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("an API server that answers slowly (seconds per request)", async () => {
+    const { report, ours } = await run("slow-apiserver");
+    expect(report.injected.slowAnswers, "answers were held back").toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("the relay leader killed, then the next one partitioned, mid-migration: a standby takes over each time", async () => {
+    const { report, ours } = await run("relay-failover");
+    const failovers = report.injected.relayFailovers;
+    // Per target (ours and the baseline each have their 3 replicas): one kill, one partition.
+    expect(failovers.filter((f) => f.kind === "killed").length).toBeGreaterThan(0);
+    expect(failovers.filter((f) => f.kind === "partitioned").length).toBeGreaterThan(0);
+    expect(
+      failovers.every((f) => f.ms !== undefined),
+      "a standby forwarded after every failover",
+    ).toBe(true);
+    expect(report.injected.relayOverlappingForwards, "never two leaders forwarding").toBe(0);
+    expectExactlyOnce(ours);
+  });
 });

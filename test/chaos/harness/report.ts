@@ -16,7 +16,7 @@ export function describeReport(report: ScenarioReport): string[] {
     );
   });
   for (const r of report.reports)
-    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice].slice(0, 8))
+    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice, ...r.failed].slice(0, 8))
       lines.push(`    ${r.target}: ${detail}`);
   return lines;
 }
@@ -40,6 +40,15 @@ export function injectedSummary(r: TargetReport): string {
   if (i.conflictPatches) parts.push(`${i.conflictPatches} concurrent patches`);
   if (i.relayRestarts) parts.push(`${i.relayRestarts} relay restart(s), ${i.relayRelists} re-list(s) after 410`);
   if (i.apiserverRestarts) parts.push(`${i.apiserverRestarts} API server restart(s)`);
+  if (i.specEditsRefused || i.specEditsForced.length)
+    parts.push(
+      `${i.specEditsRefused} spec edits refused (422), ${i.specEditsAcceptedWithRule} accepted, ${i.specEditsForced.length} pushed through (${r.failed.length} failed)`,
+    );
+  if (i.relayFailovers.length)
+    parts.push(
+      `relay failovers ${i.relayFailovers.map((f) => `${f.kind} ${f.ms === undefined ? "never" : `${(f.ms / 1000).toFixed(1)} s`}`).join(", ")}, ${i.relayOverlappingForwards} overlapping forwards`,
+    );
+  if (i.slowAnswers) parts.push(`${i.slowAnswers} API answers held back`);
   return parts.join(", ");
 }
 

@@ -5,9 +5,10 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
-import { tallyHooks } from "./bodies";
+import { slowBodyPlan, tallyHooks } from "./bodies";
 import { type DynamoCounts, type DynamoInstrument, instrumentDynamo, type ThrottleOptions } from "./dynamoFaults";
 import type { ChaosEnvironment } from "./environment";
 import { buildOurRunner, type OurRunner } from "./ourRunner";
@@ -34,6 +35,10 @@ export interface Target {
 export interface OurTargetOptions {
   leaseMs: number;
   throttle?: ThrottleOptions;
+  /** Slow bodies that outlive or renew their lease (bodies.ts, slowBodyPlan). */
+  slowBodies?: boolean;
+  /** The runner's view of the host cluster, when it differs from the environment's (a slow API server). */
+  hostKubeConfig?: KubeConfig;
 }
 
 /** Our runner in this process. */
@@ -51,11 +56,11 @@ export class OursInProcess implements Target {
     this.client = env.dynamoClient();
     this.dynamo = instrumentDynamo(this.client, options.throttle);
     this.runner = buildOurRunner({
-      hostKubeConfig: env.host.kubeConfig,
+      hostKubeConfig: options.hostKubeConfig ?? env.host.kubeConfig,
       dynamo: this.client,
       tableName: env.tableName,
       leaseMs: options.leaseMs,
-      hooks: tallyHooks(tally),
+      hooks: { ...tallyHooks(tally), ...(options.slowBodies ? { stall: slowBodyPlan(options.leaseMs) } : {}) },
     });
   }
 

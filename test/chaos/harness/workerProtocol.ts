@@ -15,8 +15,11 @@ export interface WorkerConfig {
    * timeout. Shorter than the lease, so a live holder is never overtaken (the runner's premise).
    */
   functionTimeoutMs: number;
-  /** Die right after these phases' bodies return, on their first attempt. */
+  /** Die right after these phases' bodies return, on their first `crashAttempts` attempts (default 1). */
   crashPhases: string[];
+  crashAttempts?: number;
+  /** Slow bodies (bodies.ts, slowBodyPlan), bounded by the function timeout. */
+  slowBodies?: boolean;
   throttle?: ThrottleOptions;
 }
 

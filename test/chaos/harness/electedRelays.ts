@@ -39,8 +39,6 @@ interface Member {
   proxy: CuttableProxy;
   replica: RelayReplica;
   dead: boolean;
-  forwards: number;
-  lastForwardAt: number;
 }
 
 export interface Failover {
@@ -70,15 +68,12 @@ export class ElectedRelays {
     const identity = `relay-${this.generation++}`;
     const proxy = await CuttableProxy.start(this.options.server);
     const view = proxiedKubeConfig(this.options.hostKubeConfig, proxy.url);
-    const member: Member = { identity, proxy, dead: false, forwards: 0, lastForwardAt: 0, replica: undefined as unknown as RelayReplica };
-    member.replica = new RelayReplica({
+    const replica = new RelayReplica({
       relay: {
         kubeConfig: view,
         transport: new InProcessTransport(async (request) => {
           if (member.dead) throw new Error(`${identity} is dead`);
-          member.forwards++;
-          member.lastForwardAt = Date.now();
-          this.forwards.push({ identity, at: member.lastForwardAt });
+          this.forwards.push({ identity, at: Date.now() });
           return cappedResult(await deliverer.deliver(request), capMs);
         }),
         clusters: [{ name: "destination", kubeConfig: this.options.destination }],
@@ -96,6 +91,7 @@ export class ElectedRelays {
       },
       log: silentLogger,
     });
+    const member: Member = { identity, proxy, replica, dead: false };
     return member;
   }
 

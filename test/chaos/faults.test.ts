@@ -43,6 +43,7 @@ function expectExactlyOnce(ours: TargetReport): void {
   expect(ours.lostTransitions).toEqual([]);
   expect(ours.regressions).toEqual([]);
   expect(ours.createdTwice).toEqual([]);
+  expect(ours.withoutResults, "every succeeded migration keeps its per-PVC results").toEqual([]);
 }
 
 describe("chaos: one fault at a time", () => {
@@ -156,6 +157,13 @@ describe("chaos: one fault at a time", () => {
       "a standby forwarded after every failover",
     ).toBe(true);
     expect(report.injected.relayOverlappingForwards, "never two leaders forwarding").toBe(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("a crash between the ledger completion and the status write: the repair keeps the per-PVC results", async () => {
+    const { ours } = await run("crash-before-status");
+    expect(ours.statusCrashes, "one crash per DVM after RunRsyncOperations completed").toBe(2);
+    // Nothing ran twice: the ledger had the completion, the next invocation only repaired the status.
     expectExactlyOnce(ours);
   });
 });

@@ -54,6 +54,7 @@ function expectInvariants(ours: TargetReport, allowedRepeats = 0): void {
   expect(ours.lostTransitions).toEqual([]);
   expect(ours.regressions).toEqual([]);
   expect(ours.createdTwice).toEqual([]);
+  expect(ours.withoutResults, "every succeeded migration keeps its per-PVC results").toEqual([]);
 }
 
 describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)", HAVE_CONTROL_PLANE_BINARIES, "bash infra/controlplane/build.sh"))(
@@ -93,6 +94,7 @@ describe.skipIf(missing("the control-plane binaries (etcd, kube-apiserver, kwok)
       expect(ours.dynamo!.lostReplies).toBeGreaterThan(0);
       expect(report.injected.conflictPatches).toBeGreaterThan(0);
       expect(report.injected.slowAnswers).toBeGreaterThan(0);
+      expect(ours.statusCrashes).toBeGreaterThan(0);
       expect(report.injected.specEditsRefused).toBeGreaterThan(0);
       expect(report.injected.specEditsAcceptedWithRule).toBe(0);
       expectSpecEditOutcome(report, ours);

@@ -16,7 +16,10 @@ export function describeReport(report: ScenarioReport): string[] {
     );
   });
   for (const r of report.reports)
-    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice, ...r.failed].slice(0, 8))
+    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice, ...r.failed, ...r.withoutResults].slice(
+      0,
+      8,
+    ))
       lines.push(`    ${r.target}: ${detail}`);
   return lines;
 }
@@ -28,6 +31,7 @@ export function injectedSummary(r: TargetReport): string {
   if (d.duplicates) parts.push(`${d.duplicates} duplicate deliveries (${d.reordered} reordered)`);
   if (d.staleReplays) parts.push(`${d.staleReplays} stale replays (${d.staleReads} stale reads)`);
   if (r.repeats.crashed) parts.push(`${r.repeats.crashed} crashes`);
+  if (r.statusCrashes) parts.push(`${r.statusCrashes} crashes between completion and status write`);
   if (r.timeouts) parts.push(`${r.timeouts} function timeouts`);
   if (r.takeovers) parts.push(`${r.takeovers} takeovers`);
   if (r.statusConflicts) parts.push(`${r.statusConflicts} status 409s`);
@@ -79,6 +83,7 @@ export function comparisonTable(reports: readonly ScenarioReport[]): string[] {
           `${ours.lostTransitions.length} lost`,
           `${ours.regressions.length} regressions`,
           `${ours.createdTwice.length} created twice`,
+          ...(ours.withoutResults.length ? [`${ours.withoutResults.length} without per-PVC results`] : []),
         ].join(", ")
       : "-";
     return [

@@ -32,6 +32,7 @@ export type Fault =
   | "concurrent"
   | "crash"
   | "crashTwice"
+  | "crashBeforeStatus"
   | "conflicts"
   | "throttle"
   | "lostReply"
@@ -44,6 +45,8 @@ export type Fault =
 
 /** The slow API server: this share of its answers held back this long. */
 const SLOW_API = { ms: 2_000, fraction: 0.1 } as const;
+/** The phase whose status write is preceded by a crash (crashBeforeStatus): it carries the per-PVC results. */
+const STATUS_CRASH_PHASE = "RunRsyncOperations";
 /** Lease of the slow-body fault: short, so the overrun (three leases) and the heartbeat take seconds. */
 const SLOW_BODY_LEASE_MS = 4_000;
 
@@ -54,6 +57,7 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   concurrent: "3 independent delivery loops per DVM (2 relay replicas when the relay drives)",
   crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
   crashTwice: `as crash, and the takeover's body is killed the same way (the ${CRASH_PHASES.join(" and ")} bodies die on their first two attempts; the third completes)`,
+  crashBeforeStatus: `the phase function process SIGKILLs itself after the ledger recorded ${STATUS_CRASH_PHASE}'s completion and before the status write that leaves it, once per DVM: the repair must apply what the body decided (the per-PVC results)`,
   conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
   throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
   lostReply:
@@ -80,6 +84,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "concurrent", faults: ["concurrent"] },
   { name: "crash", faults: ["crash"] },
   { name: "crash-twice", faults: ["crashTwice"] },
+  { name: "crash-before-status", faults: ["crashBeforeStatus"] },
   { name: "conflicts", faults: ["conflicts"] },
   { name: "throttle", faults: ["throttle"] },
   { name: "lost-replies", faults: ["lostReply"] },
@@ -97,6 +102,7 @@ export const SCENARIOS: readonly Scenario[] = [
       "concurrent",
       "crash",
       "crashTwice",
+      "crashBeforeStatus",
       "conflicts",
       "throttle",
       "lostReply",
@@ -158,6 +164,10 @@ export interface TargetReport {
   regressions: string[];
   /** Migrations that ended with a Failed condition: "name: message". */
   failed: string[];
+  /** Succeeded migrations whose final status lacks a succeeded rsync operation for one of their PVCs. */
+  withoutResults: string[];
+  /** Processes killed between a ledger completion and its status write. */
+  statusCrashes: number;
   /** Objects the migrations created (watch), and names created more than once. */
   created: number;
   createdByKind: Record<string, number>;
@@ -227,6 +237,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   const capMs = options.capMs ?? 200;
   const timeoutMs = options.timeoutMs ?? 120_000;
   const crashes = has("crash") || has("crashTwice");
+  const workers = crashes || has("crashBeforeStatus");
   const leaseMs = options.leaseMs ?? (crashes ? 6_000 : has("slowBody") ? SLOW_BODY_LEASE_MS : 30_000);
   const functionTimeoutMs = Math.max(1_000, leaseMs - 1_000);
   const plane = env.host.plane;
@@ -250,7 +261,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
           : undefined;
       let target: Target;
       if (kind === "ours") {
-        target = crashes
+        target = workers
           ? new OursInWorkers(
               {
                 hostKubeconfigPath: runnerHostPath,
@@ -258,7 +269,8 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
                 tableName: env.tableName,
                 leaseMs,
                 functionTimeoutMs,
-                crashPhases: [...CRASH_PHASES],
+                crashPhases: crashes ? [...CRASH_PHASES] : [],
+                statusCrashPhases: has("crashBeforeStatus") ? [STATUS_CRASH_PHASE] : [],
                 crashAttempts: has("crashTwice") ? 2 : 1,
                 slowBodies: has("slowBody"),
                 ...(throttle ? { throttle } : {}),
@@ -457,6 +469,11 @@ function writeKubeconfig(kubeConfig: KubeConfig, id: string): string {
   return path;
 }
 
+function pvcCount(prepared: PreparedMigrations, name: string): number {
+  const claims = prepared.specs.find((s) => s.name === name)?.spec.persistentVolumeClaims;
+  return Array.isArray(claims) ? claims.length : 0;
+}
+
 function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined): number {
   return positionRank(status?.itinerary, status?.phase);
 }
@@ -489,11 +506,16 @@ async function reportFor(
   const regressions: string[] = [];
   const stuck: string[] = [];
   const failed: string[] = [];
+  const withoutResults: string[] = [];
   const times: number[] = [];
   for (const migration of run.migrations) {
     const final = history.latestByUid(migration.uid)?.status;
     const failure = final?.conditions?.find((c) => c.type === CONDITION.Failed && c.status === "True");
     if (failure) failed.push(`${migration.name}: ${failure.message ?? failure.reason ?? "(no message)"}`);
+    const pvcs = pvcCount(run.prepared, migration.name);
+    const succeededOps = (final?.rsyncOperations ?? []).filter((op) => op.succeeded).length;
+    if (final?.phase === "Completed" && !failure && succeededOps < pvcs)
+      withoutResults.push(`${migration.name}: ${succeededOps} of ${pvcs} PVCs with a succeeded rsync operation in the final status`);
     const finalRank = phaseRankOf(final);
     if (final?.phase !== "Completed") stuck.push(`${migration.namespace}/${migration.name} at ${final?.phase ?? "(no status)"}`);
     for (const phase of completedPhases.get(migration.uid) ?? []) {
@@ -516,6 +538,8 @@ async function reportFor(
     completed: run.migrations.length - stuck.length,
     stuck,
     failed,
+    withoutResults,
+    statusCrashes: run.tally.statusCrashes.filter((key) => uids.has(key.split("/")[0]!)).length,
     repeats,
     lostTransitions,
     regressions,

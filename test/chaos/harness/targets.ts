@@ -141,6 +141,9 @@ class WorkerProcess {
         case "exit":
           tally.exit(message.key, message.outcome, message.at, message.error);
           break;
+        case "statusCrash":
+          tally.statusCrashes.push(message.key);
+          break;
         case "timeout": {
           const uid = this.requests.get(message.id);
           if (uid) tally.timeouts.push(uid);
@@ -226,13 +229,15 @@ export class OursInWorkers implements Target {
     let worker = this.workers.get(uid);
     if (!worker || worker.exited) {
       if (worker) this.dead.push(worker);
-      const seeded = this.config.throttle
-        ? { ...this.config, throttle: { ...this.config.throttle, seed: (this.config.throttle.seed ?? 7) + this.dead.length * 101 + this.workers.size } }
-        : this.config;
+      const base = { ...this.config, statusCrashesDone: [...this.tally.statusCrashes] };
+      const seeded = base.throttle
+        ? { ...base, throttle: { ...base.throttle, seed: (base.throttle.seed ?? 7) + this.dead.length * 101 + this.workers.size } }
+        : base;
       worker = new WorkerProcess(seeded, this.tally);
       const started = worker;
-      // Replace a dead process at once, so the next invocation does not wait for a cold start.
-      started.child.once("exit", () => {
+      // Replace a dead process at once, so the next invocation does not wait for a cold start; on
+      // "close", when everything it sent has arrived (its status crash report included).
+      started.child.once("close", () => {
         if (this.workers.get(uid) === started && !this.closing) this.workerFor(uid);
       });
       this.workers.set(uid, worker);

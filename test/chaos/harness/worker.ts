@@ -50,7 +50,24 @@ function init(config: WorkerConfig): void {
     },
     ...(config.slowBodies ? { stall: slowBodyPlan(config.leaseMs, config.functionTimeoutMs - 1_500) } : {}),
   };
-  runner = buildOurRunner({ hostKubeConfig: kubeConfig, dynamo: client, tableName: config.tableName, leaseMs: config.leaseMs, hooks });
+  const statusCrashPhases = new Set(config.statusCrashPhases ?? []);
+  const statusCrashesDone = new Set(config.statusCrashesDone ?? []);
+  runner = buildOurRunner({
+    hostKubeConfig: kubeConfig,
+    dynamo: client,
+    tableName: config.tableName,
+    leaseMs: config.leaseMs,
+    hooks,
+    // The write that moves the DVM out of a crash phase: the ledger holds the completion, the status not yet.
+    beforeStatusWrite: async (dvm, status) => {
+      const from = dvm.status.phase;
+      const key = `${dvm.metadata.uid}/${from}`;
+      if (!from || !statusCrashPhases.has(from) || status.phase === from || statusCrashesDone.has(key)) return;
+      await send({ type: "statusCrash", key });
+      process.kill(process.pid, "SIGKILL");
+      await new Promise<never>(() => {});
+    },
+  });
 }
 
 process.on("message", (message: ToWorker) => {

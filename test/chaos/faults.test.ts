@@ -112,7 +112,8 @@ describe("chaos: one fault at a time", () => {
   });
 
   it("a crash on the second attempt too: the takeover's body is killed, the third attempt completes", async () => {
-    const { ours } = await run("crash-twice", { leaseMs: 3_000 });
+    // The default 6 s lease (5 s function timeout): each takeover waits it out, twice per crash phase.
+    const { ours } = await run("crash-twice");
     // Each crash phase dies on attempts 1 and 2, once per DVM: 2 phases x 2 attempts x 2 DVMs.
     expect(ours.repeats.crashed, "both attempts of each crash phase were killed").toBeGreaterThanOrEqual(2 * 2 * 2);
     const crashedSecond = ours.repeats.details.filter((d) => /attempt 2 crashed/.test(d)).length;

@@ -112,8 +112,9 @@ export class ElectedRelays {
 
   /** Kills the leader; resolves when another replica forwards (or after `timeoutMs`). */
   async killLeader(timeoutMs = 30_000): Promise<Failover> {
+    await this.waitForLeader();
     const leader = this.leader();
-    if (!leader) throw new Error("no relay leader to kill");
+    if (!leader) throw new Error("no relay leader to kill within 20 s");
     const at = Date.now();
     leader.dead = true;
     leader.proxy.cut();
@@ -122,8 +123,9 @@ export class ElectedRelays {
 
   /** Cuts the leader off the API server until another replica forwards, then heals the partition. */
   async partitionLeader(timeoutMs = 30_000): Promise<Failover> {
+    await this.waitForLeader();
     const leader = this.leader();
-    if (!leader) throw new Error("no relay leader to partition");
+    if (!leader) throw new Error("no relay leader to partition within 20 s");
     const at = Date.now();
     leader.proxy.cut();
     const failover = await this.record("partitioned", leader, at, timeoutMs);

@@ -44,11 +44,15 @@ export type Fault =
   | "apiserver";
 
 /** The slow API server: this share of its answers held back this long. */
-const SLOW_API = { ms: 2_000, fraction: 0.1 } as const;
+const SLOW_API = { ms: 2_000, fraction: 0.05 } as const;
 /** The phase whose status write is preceded by a crash (crashBeforeStatus): it carries the per-PVC results. */
 const STATUS_CRASH_PHASE = "RunRsyncOperations";
-/** Lease of the slow-body fault: short, so the overrun (three leases) and the heartbeat take seconds. */
-const SLOW_BODY_LEASE_MS = 4_000;
+/**
+ * Lease of the slow-body fault: short, so the overrun and the heartbeat take seconds, yet long enough
+ * that its margin (a quarter of it) exceeds the clock skew and the runner waits a moment for a body
+ * that is stopped while an answer is in flight.
+ */
+const SLOW_BODY_LEASE_MS = 10_000;
 
 /** What each fault injects, for reports. */
 export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
@@ -62,8 +66,8 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
   lostReply:
     "20% of DynamoDB writes (UpdateItem) are applied but their answer is lost (the caller sees a timeout and retries), at most twice in a row per request",
-  slowBody: `in process (nothing but the runner bounds a body): ${OVERRUN_PHASE} stalls for three leases on its first attempt without renewing (the runner's deadline, lease minus margin, must stop it), ${HEARTBEAT_PHASE} works for two leases renewing its lease every quarter of one; 2 delivery loops per DVM try to enter meanwhile; lease 4 s`,
-  slowApi: `the runner reaches the host API server through a proxy that holds back ${SLOW_API.fraction * 100}% of the answers for ${SLOW_API.ms / 1000} s each`,
+  slowBody: `in process (nothing but the runner bounds a body): ${OVERRUN_PHASE} stalls for three leases on its first attempt without renewing (the runner's deadline, lease minus margin, must stop it), ${HEARTBEAT_PHASE} works for two leases renewing its lease every quarter of one; 2 delivery loops per DVM try to enter meanwhile; lease ${SLOW_BODY_LEASE_MS / 1000} s`,
+  slowApi: `the runner (and the baseline) reach the host API server through a proxy that holds back ${SLOW_API.fraction * 100}% of the answers for ${SLOW_API.ms / 1000} s each`,
   specEdit:
     "mid-migration every unfinished DVM's spec is edited (the CRD's CEL rule must refuse each, 422); then one edit per target is pushed through with the rule taken out of the CRD for that edit: that DVM must fail with the generation-change condition",
   relayFailover: `3 relay replicas elect a leader on a Lease (${CHAOS_ELECTION_TIMING.leaseDurationMs / 1000} s lease, ${CHAOS_ELECTION_TIMING.renewDeadlineMs / 1000} s renew deadline), each through its own proxy; mid-migration the leader is killed (cut off for good, forwards nothing more), later the next leader is partitioned from the API server until a standby forwards`,
@@ -279,7 +283,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
             )
           : new OursInProcess(env, tally, { leaseMs, slowBodies: has("slowBody"), hostKubeConfig: runnerHost, ...(throttle ? { throttle } : {}) });
       } else {
-        target = new BaselineController(env, tally, { cache: history, ...(crashes ? { crashPhases: CRASH_PHASES } : {}) });
+        // Behind the same slow API server as ours, with that fault; its cache (the watch) is not.
+        const baselineEnv = slowProxy ? { ...env, host: { ...env.host, kubeConfig: runnerHost } } : env;
+        target = new BaselineController(baselineEnv, tally, { cache: history, ...(crashes ? { crashPhases: CRASH_PHASES } : {}) });
       }
       const deliverer = new Deliverer(target, history, { duplicates: has("duplicates"), staleReplay: has("stale") }, seededRandom(seed * 31 + index));
       return { kind, prepared, tally, target, deliverer, migrations: [] };

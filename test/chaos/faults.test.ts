@@ -118,8 +118,10 @@ describe("chaos: one fault at a time", () => {
     expect(ours.repeats.crashed, "both attempts of each crash phase were killed").toBeGreaterThanOrEqual(2 * 2 * 2);
     const crashedSecond = ours.repeats.details.filter((d) => /attempt 2 crashed/.test(d)).length;
     expect(crashedSecond, "second attempts died too").toBeGreaterThan(0);
-    expect(ours.takeovers).toBeGreaterThanOrEqual(ours.repeats.crashed);
-    expect(ours.takeovers).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    // The second attempt's takeover dies with its process before it can report; the third one's is
+    // reported: one reported takeover per crash pair (a kill at the function timeout may add one).
+    expect(ours.takeovers).toBeGreaterThanOrEqual(ours.repeats.crashed / 2);
+    expect(ours.takeovers).toBeLessThanOrEqual(ours.repeats.crashed / 2 + ours.timeouts);
     expect(ours.stuck).toEqual([]);
     // A crash pair allows two repeats: one per interrupted execution, never more.
     expect(ours.repeats.repeats).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);

@@ -52,7 +52,7 @@ export class ElectedRelays {
   /** Forwards in time order, by identity: for the failover times and the "one leader at a time" check. */
   private readonly forwards: Array<{ identity: string; at: number }> = [];
   readonly failovers: Failover[] = [];
-  /** Every kill, partition and restart: who led, when it began, when the next leader first forwarded. */
+  /** Every kill, partition, restart and gap: who led, when it began, when the next leader first forwarded. */
   private readonly handovers: Array<{ from: string; at: number; successorAt: number }> = [];
   private generation = 0;
 
@@ -164,8 +164,10 @@ export class ElectedRelays {
     for (const member of this.members) member.proxy.cut();
   }
 
+  /** Ends the gap: every replica stepped down meanwhile, so any of them may lead next (a new term for all). */
   resumeAll(): void {
     for (const member of this.members) if (!member.dead) member.proxy.resume();
+    this.handovers.push({ from: "", at: Date.now(), successorAt: Number.POSITIVE_INFINITY });
   }
 
   watchConnected(): boolean {

@@ -9,7 +9,8 @@
  *    Lease): the time from killing the leader (SIGKILL), or cutting it off from the API server, until
  *    the standby forwards again, and how soon a cut-off leader stopped forwarding. The lease timings are
  *    the production defaults unless DVM_BENCH_FAILOVER_LEASE_MS / _RENEW_MS / _RETRY_MS say otherwise;
- *    DVM_BENCH_FAILOVER_TRIALS trials of each (default 3).
+ *    DVM_BENCH_FAILOVER_TRIALS trials of each (default 3). Throughout each trial the live DVM keeps
+ *    changing phase (every 250 ms): invocations per transition over the trial, both replicas together.
  * Figures only; nothing here is a pass/fail test.
  *
  *   npx tsx bench/relay.ts [dvms]
@@ -18,7 +19,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { PHASE_NAMES, PHASES } from "../src/dvm/itinerary";
+import { PHASE_NAMES, PHASES, phaseSpec } from "../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
 import { type ControlPlane, startControlPlane } from "../src/local/controlPlane";
 import { silentLogger } from "../src/log";
@@ -47,6 +48,8 @@ export interface RelayBenchOptions {
 
 const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
 const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
+/** Phases that neither wait nor end: a change to one is forwarded at once and schedules nothing after it. */
+const MOVING_PHASES = PHASE_NAMES.filter((p) => !phaseSpec(p).waits && !phaseSpec(p).terminal);
 const quiet: RunResult = { kind: "waiting", phase: WAIT_PHASE, reason: "bench", requeueAfterMs: 600_000 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -203,11 +206,16 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
       const killed: number[] = [];
       const partitioned: number[] = [];
       const steppedDown: number[] = [];
+      let invocations = 0;
+      let transitions = 0;
       for (let trial = 0; trial < trials; trial++) {
-        killed.push((await failoverTrial(kubeConfig, await newNamespace(), createDvm, timing, "kill")).takeoverMs);
+        const kill = await failoverTrial(kubeConfig, await newNamespace(), createDvm, timing, "kill");
+        killed.push(kill.takeoverMs);
         const cut = await failoverTrial(kubeConfig, await newNamespace(), createDvm, timing, "partition");
         partitioned.push(cut.takeoverMs);
         if (cut.steppedDownMs !== undefined) steppedDown.push(cut.steppedDownMs);
+        invocations += kill.invocations + cut.invocations;
+        transitions += kill.transitions + cut.transitions;
       }
       const summary = (values: number[]) => {
         const sorted = [...values].sort((a, b) => a - b);
@@ -219,6 +227,9 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
       );
       log(
         `failover, leader cut off from the API server, ${trials} trials: the standby forwards again after ${summary(partitioned)}; the cut-off leader stopped forwarding after ${summary(steppedDown)} (before the lease could expire for anyone else)`,
+      );
+      log(
+        `failover trials, a DVM changing phase every 250 ms throughout: ${invocations} invocations for ${transitions} transitions, ${(invocations / Math.max(1, transitions)).toFixed(2)} per transition (aim: under 1.3)`,
       );
     }
   } finally {
@@ -237,7 +248,7 @@ async function failoverTrial(
   createDvm: (namespace: string, name: string) => Promise<string>,
   timing: LeaderElectionTiming,
   fault: "kill" | "partition",
-): Promise<{ takeoverMs: number; steppedDownMs?: number }> {
+): Promise<{ takeoverMs: number; steppedDownMs?: number; invocations: number; transitions: number }> {
   const proxy = await CuttableProxy.start(new URL(kubeConfig.getCurrentCluster()!.server));
   const env = {
     RELAY_NAMESPACE: namespace,
@@ -248,6 +259,22 @@ async function failoverTrial(
     RELAY_LEASE_RETRY_PERIOD_MS: String(timing.retryPeriodMs),
   };
   const replicas: RelayProcess[] = [];
+  // The live DVM changes phase throughout, as a migration would: each change is one transition.
+  let transitions = 0;
+  let moving = true;
+  let mover: Promise<void> | undefined;
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const move = async () => {
+    for (let step = 0; moving; step++) {
+      const phase = MOVING_PHASES[step % MOVING_PHASES.length]!;
+      await custom.patchNamespacedCustomObjectStatus(
+        { group: DVM_GROUP, version: DVM_VERSION, namespace, plural: DVM_PLURAL, name: "live", body: { status: { phase } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      transitions++;
+      await sleep(250);
+    }
+  };
   const waitFor = async <T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> => {
     const deadline = Date.now() + timing.leaseDurationMs * 4 + 60_000;
     for (;;) {
@@ -265,14 +292,29 @@ async function failoverTrial(
     replicas.push(b);
     await waitFor("relay-b to stand by", async () => ((await b.readyz()).status === 200 ? true : undefined));
     await createDvm(namespace, "live");
+    transitions++;
+    mover = move();
     await waitFor("relay-a to forward", () => a.lambda.invocations[0]);
     const faultAt = Date.now();
     if (fault === "kill") await a.kill("SIGKILL");
     else proxy.cut();
     const first = await waitFor("relay-b to forward", () => b.lambda.invocations[0]);
     const stopped = fault === "partition" ? a.logged("stopped leading", faultAt) : undefined;
-    return { takeoverMs: first.at - faultAt, ...(stopped ? { steppedDownMs: Date.parse(stopped.timestamp) - faultAt } : {}) };
+    // A little more of the new leader's forwarding, then the last change must have been forwarded.
+    await sleep(2_000);
+    moving = false;
+    await mover;
+    await sleep(1_000);
+    const invocations = a.lambda.invocations.length + b.lambda.invocations.length;
+    return {
+      takeoverMs: first.at - faultAt,
+      ...(stopped ? { steppedDownMs: Date.parse(stopped.timestamp) - faultAt } : {}),
+      invocations,
+      transitions,
+    };
   } finally {
+    moving = false;
+    await mover?.catch(() => undefined);
     await Promise.all(replicas.map((r) => r.dispose()));
     await proxy.close();
   }

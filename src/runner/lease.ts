@@ -54,6 +54,8 @@ export class BodyLease implements PhaseLease {
   private expiresAt: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly startedAt: number;
+  /** Calls (cluster or renewal) refused after the stop: a body that got one did not finish its work. */
+  private refused = 0;
 
   constructor(private readonly options: BodyLeaseOptions) {
     if (!(options.marginMs >= 0 && options.marginMs < options.leaseMs)) {
@@ -73,6 +75,7 @@ export class BodyLease implements PhaseLease {
   }
 
   async renew(): Promise<void> {
+    if (this.signal.aborted) this.refused++;
     this.throwIfAborted();
     try {
       this.expiresAt = await this.options.ledger.renew(this.options.claim, this.options.leaseMs);
@@ -88,7 +91,10 @@ export class BodyLease implements PhaseLease {
    * Runs the body under the deadline. Resolves or rejects with the body's own result when it ends in
    * time; rejects with LeaseDeadlineError or LostClaimError when it was stopped. After a stop it waits
    * for the body to notice (at most until the lease ends, less the skew), so the caller releases the
-   * claim only once the body is over whenever the body honours its signal.
+   * claim only once the body is over whenever the body honours its signal. A body that returns an
+   * outcome within that wait without having been refused anything finished its work with calls sent
+   * before the deadline (answers in flight at it): that outcome stands, as the completion is fenced by
+   * the attempt anyway, so the work is not thrown away and repeated by the next attempt.
    */
   async run<T>(body: () => Promise<T>): Promise<T> {
     this.schedule();
@@ -107,7 +113,8 @@ export class BodyLease implements PhaseLease {
         throw first.error;
       }
       const graceMs = Math.max(0, this.expiresAt - MAX_CLOCK_SKEW_MS - this.options.clock.now());
-      await Promise.race([settled, delay(graceMs)]);
+      const late = await Promise.race([settled, delay(graceMs).then(() => "gave up" as const)]);
+      if (late !== "gave up" && late.ok && this.refused === 0 && this.signal.reason instanceof LeaseDeadlineError) return late.value;
       throw this.signal.reason;
     } finally {
       this.stop();
@@ -119,7 +126,9 @@ export class BodyLease implements PhaseLease {
     // The clock is asked too: a process frozen past its deadline may resume before its timer fires.
     const stopped = (): Error | undefined => {
       if (!this.signal.aborted && this.options.clock.now() >= this.deadline()) this.abort(new LeaseDeadlineError(this.deadline() - this.startedAt));
-      return this.signal.aborted ? (this.signal.reason as Error) : undefined;
+      if (!this.signal.aborted) return undefined;
+      this.refused++;
+      return this.signal.reason as Error;
     };
     return {
       ...clusters,

@@ -45,6 +45,7 @@ function expectExactlyOnce(ours: TargetReport): void {
   expect(ours.lostTransitions).toEqual([]);
   expect(ours.regressions).toEqual([]);
   expect(ours.createdTwice).toEqual([]);
+  expect(ours.withoutResults, "every succeeded migration keeps its per-PVC results").toEqual([]);
 }
 
 describe("chaos: one fault at a time", () => {
@@ -128,5 +129,64 @@ describe("chaos: one fault at a time", () => {
     // The baseline's controller died after the same bodies and, restarted, ran them again.
     expect(baseline.repeats.crashed).toBeGreaterThan(0);
     expect(baseline.repeats.repeats).toBeGreaterThanOrEqual(baseline.repeats.crashed);
+  });
+
+  it("a crash on the second attempt too: the takeover's body is killed, the third attempt completes", async () => {
+    // The default 6 s lease (5 s function timeout): each takeover waits it out, twice per crash phase.
+    const { ours } = await run("crash-twice");
+    // Each crash phase dies on attempts 1 and 2, once per DVM: 2 phases x 2 attempts x 2 DVMs.
+    expect(ours.repeats.crashed, "both attempts of each crash phase were killed").toBeGreaterThanOrEqual(2 * 2 * 2);
+    const crashedSecond = ours.repeats.details.filter((d) => /attempt 2 crashed/.test(d)).length;
+    expect(crashedSecond, "second attempts died too").toBeGreaterThan(0);
+    // The second attempt's takeover dies with its process before it can report; the third one's is
+    // reported: one reported takeover per crash pair (a kill at the function timeout may add one).
+    expect(ours.takeovers).toBeGreaterThanOrEqual(ours.repeats.crashed / 2);
+    expect(ours.takeovers).toBeLessThanOrEqual(ours.repeats.crashed / 2 + ours.timeouts);
+    expect(ours.stuck).toEqual([]);
+    // A crash pair allows two repeats: one per interrupted execution, never more.
+    expect(ours.repeats.repeats).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    expect(ours.repeats.waitRepeats).toBe(0);
+    expect(ours.repeats.overlaps).toBe(0);
+    expect(ours.lostTransitions).toEqual([]);
+    expect(ours.regressions).toEqual([]);
+    expect(ours.createdTwice).toEqual([]);
+  });
+
+  it("a body that outlives its lease in process is stopped at its deadline and never overlaps a second execution; a renewing body is never taken over", async () => {
+    const { ours } = await run("slow-body");
+    const overrun = ours.repeats.retries;
+    // The overrun stopped by the runner's deadline ended as a retry (LeaseDeadlineError), once per DVM.
+    expect(overrun, "each overrunning body was stopped at its deadline").toBeGreaterThanOrEqual(2);
+    expect(ours.repeats.overlaps, "no two executions of one phase at once").toBe(0);
+    // The heartbeat kept its lease for two lease durations: no takeover anywhere.
+    expect(ours.takeovers).toBe(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("an API server that answers slowly (seconds per request)", async () => {
+    const { report, ours } = await run("slow-apiserver");
+    expect(report.injected.slowAnswers, "answers were held back").toBeGreaterThan(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("the relay leader killed, then the next one partitioned, mid-migration: a standby takes over each time", async () => {
+    const { report, ours } = await run("relay-failover");
+    const failovers = report.injected.relayFailovers;
+    // Per target (ours and the baseline each have their 3 replicas): one kill, one partition.
+    expect(failovers.filter((f) => f.kind === "killed").length).toBeGreaterThan(0);
+    expect(failovers.filter((f) => f.kind === "partitioned").length).toBeGreaterThan(0);
+    expect(
+      failovers.every((f) => f.ms !== undefined),
+      "a standby forwarded after every failover",
+    ).toBe(true);
+    expect(report.injected.relayOverlappingForwards, "never two leaders forwarding").toBe(0);
+    expectExactlyOnce(ours);
+  });
+
+  it("a crash between the ledger completion and the status write: the repair keeps the per-PVC results", async () => {
+    const { ours } = await run("crash-before-status");
+    expect(ours.statusCrashes, "one crash per DVM after RunRsyncOperations completed").toBe(2);
+    // Nothing ran twice: the ledger had the completion, the next invocation only repaired the status.
+    expectExactlyOnce(ours);
   });
 });

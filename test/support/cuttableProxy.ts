@@ -1,6 +1,7 @@
 /**
  * A network partition between a client and an API server, for tests: a TCP proxy that can drop every
- * connection and refuse new ones, and a kubeconfig that goes through it.
+ * connection and refuse new ones, and a kubeconfig that goes through it. It can also make the server
+ * answer slowly: a delay before some of the chunks it sends back (in order, per connection).
  */
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -13,17 +14,31 @@ export function proxiedKubeConfig(kubeConfig: KubeConfig, url: string): KubeConf
   return kc;
 }
 
+export interface AnswerDelay {
+  /** Held back this long before it is passed on. */
+  ms: number;
+  /** Share of the server's chunks (about one per answer) that are held back. */
+  fraction: number;
+  /** In [0, 1); seeded by the caller for a reproducible run. */
+  random: () => number;
+}
+
 /** A TCP proxy that can drop every connection and refuse new ones, like a network partition. */
 export class CuttableProxy {
   private readonly sockets = new Set<Socket>();
   private open = true;
   private server!: Server;
   url = "";
+  /** Chunks from the server held back so far. */
+  delayedAnswers = 0;
 
-  private constructor(private readonly target: URL) {}
+  private constructor(
+    private readonly target: URL,
+    private readonly delay?: AnswerDelay,
+  ) {}
 
-  static async start(target: URL): Promise<CuttableProxy> {
-    const proxy = new CuttableProxy(target);
+  static async start(target: URL, options: { delay?: AnswerDelay } = {}): Promise<CuttableProxy> {
+    const proxy = new CuttableProxy(target, options.delay);
     proxy.server = createServer((client) => proxy.accept(client));
     await new Promise<void>((resolve) => proxy.server.listen(0, "127.0.0.1", resolve));
     proxy.url = `https://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
@@ -42,8 +57,36 @@ export class CuttableProxy {
       socket.on("error", () => undefined);
     }
     client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
+    if (this.delay) this.pipeDelayed(upstream, client, this.delay);
+    else {
+      upstream.on("close", () => client.destroy());
+      upstream.pipe(client);
+    }
+  }
+
+  /** Like from.pipe(to), with some chunks held back; later chunks wait for them, so the order holds. */
+  private pipeDelayed(from: Socket, to: Socket, delay: AnswerDelay): void {
+    let queue: Promise<void> = Promise.resolve();
+    from.on("data", (chunk: Buffer) => {
+      const holdMs = delay.random() < delay.fraction ? delay.ms : 0;
+      if (holdMs > 0) this.delayedAnswers++;
+      queue = queue.then(async () => {
+        if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
+        if (!to.destroyed) to.write(chunk);
+      });
+    });
+    from.on("end", () => {
+      queue = queue.then(() => {
+        to.end();
+      });
+    });
+    // What was held back still arrives before the connection closes.
+    from.on("close", () => {
+      queue = queue.then(() => {
+        to.destroy();
+      });
+    });
   }
 
   cut(): void {

@@ -21,6 +21,8 @@ export interface BodyHooks {
   crashAfter?(ctx: PhaseContext, outcome: PhaseOutcome): boolean;
   /** How to die: SIGKILL in a worker; a thrown SimulatedCrash for the in-process baseline. */
   crash?(ctx: PhaseContext): Promise<never>;
+  /** Runs inside the counted body, before the real one: a slow stretch (see slowBodyPlan). */
+  stall?(ctx: PhaseContext): Promise<void>;
 }
 
 /** Per invocation: time spent in bodies, and a stale object to serve as the invocation's first read. */
@@ -45,6 +47,7 @@ export function countedBodies(hooks: BodyHooks, real: Bodies = PHASE_BODIES): Bo
       const scope = invocationScope.getStore();
       let outcome: PhaseOutcome;
       try {
+        await hooks.stall?.(ctx);
         outcome = await real[phase](ctx);
       } catch (error) {
         if (scope) scope.bodyMs += performance.now() - started;
@@ -62,14 +65,60 @@ export function countedBodies(hooks: BodyHooks, real: Bodies = PHASE_BODIES): Bo
   return Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, wrap(phase)])) as Bodies;
 }
 
-/** Crash after these phases, once each per DVM: on their first attempt only, so a takeover completes. */
-export function crashPlan(phases: readonly ExecutablePhaseName[]): (ctx: PhaseContext, outcome: PhaseOutcome) => boolean {
+/**
+ * Crash after these phases on their first `attempts` attempts (default 1): with 2 the takeover's body is
+ * killed too, and the third attempt completes.
+ */
+export function crashPlan(phases: readonly ExecutablePhaseName[], attempts = 1): (ctx: PhaseContext, outcome: PhaseOutcome) => boolean {
   const wanted = new Set<string>(phases.filter((p) => !phaseSpec(p).waits));
-  return (ctx, outcome) => wanted.has(ctx.phase) && ctx.attempt === 1 && outcome.kind !== "wait";
+  return (ctx, outcome) => wanted.has(ctx.phase) && ctx.attempt <= attempts && outcome.kind !== "wait";
 }
 
 /** Non-waiting phases with side effects on both clusters: secrets (and PKI) on three, pods on one. */
 export const CRASH_PHASES: readonly ExecutablePhaseName[] = ["CreateRsyncConfig", "CreateRsyncTransferPods"];
+
+/**
+ * Slow bodies (in process, where nothing but the runner bounds a body):
+ *   - OVERRUN_PHASE, on its first attempt, stalls for three leases without renewing. The stall ends
+ *     early only when the body's lease signal aborts (a well-behaved body passes the signal to its slow
+ *     call), so without the runner's deadline it would outlive its lease and a second invocation would
+ *     take the phase over while it still runs: an overlap.
+ *   - HEARTBEAT_PHASE, on its first attempt, works for two leases and renews its lease every quarter of
+ *     one (ctx.lease.renew()), so it completes on that attempt and nobody takes it over. In a host with
+ *     a function timeout (the worker, like Lambda) it works at most `maxWorkMs`, or the host kills it.
+ */
+export const OVERRUN_PHASE: ExecutablePhaseName = "CreateStunnelConfig";
+export const HEARTBEAT_PHASE: ExecutablePhaseName = "CreatePVProgressCRs";
+
+export function slowBodyPlan(leaseMs: number, maxWorkMs = Number.POSITIVE_INFINITY): (ctx: PhaseContext) => Promise<void> {
+  return async (ctx) => {
+    if (ctx.attempt !== 1 || !ctx.lease) return;
+    if (ctx.phase === OVERRUN_PHASE) {
+      await abortableSleep(3 * leaseMs, ctx.lease.signal);
+    } else if (ctx.phase === HEARTBEAT_PHASE) {
+      for (let worked = 0; worked < Math.min(2 * leaseMs, maxWorkMs); worked += leaseMs / 4) {
+        await abortableSleep(leaseMs / 4, ctx.lease.signal);
+        await ctx.lease.renew();
+      }
+    }
+  };
+}
+
+/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
 
 /** Hooks that record into a Tally of this process. */
 export function tallyHooks(tally: Tally): BodyHooks {

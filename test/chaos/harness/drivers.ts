@@ -58,7 +58,8 @@ export async function driveLoops(deliverer: Deliverer, history: DvmHistory, migr
   await Promise.all(migrations.flatMap((m) => Array.from({ length: options.loopsPerDvm }, (_, i) => loop(m, i))));
 }
 
-function capped(result: RunResult, capMs: number): RunResult {
+/** A result with its delays compressed as nextDelay does, for a relay that schedules from it. */
+export function cappedResult(result: RunResult, capMs: number): RunResult {
   if ("requeueAfterMs" in result) return { ...result, requeueAfterMs: nextDelay(result, capMs) };
   if ("retryAfterMs" in result) return { ...result, retryAfterMs: nextDelay(result, capMs) };
   return result;
@@ -101,7 +102,7 @@ export class RelayDriver implements Driver {
     const { deliverer, capMs } = this.options;
     const relay = new Relay({
       kubeConfig: this.options.hostKubeConfig,
-      transport: new InProcessTransport(async (request) => capped(await deliverer.deliver(request), capMs)),
+      transport: new InProcessTransport(async (request) => cappedResult(await deliverer.deliver(request), capMs)),
       clusters: [{ name: "destination", kubeConfig: this.options.destination }],
       namespace: this.options.namespace,
       resyncMs: 5_000,

@@ -8,7 +8,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
-import type { DirectVolumeMigration } from "../../../src/dvm/types";
+import type { DirectVolumeMigration, DvmStatus } from "../../../src/dvm/types";
 import { type DvmStore, KubeDvmStore } from "../../../src/kube/dvmStore";
 import { SecretClusterResolver } from "../../../src/kube/resolver";
 import { DynamoPhaseLedger } from "../../../src/ledger";
@@ -28,6 +28,8 @@ export interface OurRunnerOptions {
   tableName: string;
   leaseMs: number;
   hooks: BodyHooks;
+  /** Called before every status write (crash injection between the ledger completion and the status write). */
+  beforeStatusWrite?: (dvm: DirectVolumeMigration, status: DvmStatus) => Promise<void>;
 }
 
 export interface OurInvocation {
@@ -53,7 +55,10 @@ export function buildOurRunner(options: OurRunnerOptions): OurRunner {
       }
       return fresh.get(namespace, name);
     },
-    writeStatus: (dvm, status) => fresh.writeStatus(dvm, status),
+    async writeStatus(dvm, status) {
+      await options.beforeStatusWrite?.(dvm, status);
+      return fresh.writeStatus(dvm, status);
+    },
     writeFinalizers: (dvm, finalizers) => fresh.writeFinalizers(dvm, finalizers),
   };
   const runner = new PhaseRunner({

@@ -17,7 +17,10 @@ export function describeReport(report: ScenarioReport): string[] {
     );
   });
   for (const r of report.reports)
-    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice].slice(0, 8))
+    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice, ...r.failed, ...r.withoutResults].slice(
+      0,
+      8,
+    ))
       lines.push(`    ${r.target}: ${detail}`);
   return lines;
 }
@@ -29,6 +32,7 @@ export function injectedSummary(r: TargetReport): string {
   if (d.duplicates) parts.push(`${d.duplicates} duplicate deliveries (${d.reordered} reordered)`);
   if (d.staleReplays) parts.push(`${d.staleReplays} stale replays (${d.staleReads} stale reads)`);
   if (r.repeats.crashed) parts.push(`${r.repeats.crashed} crashes`);
+  if (r.statusCrashes) parts.push(`${r.statusCrashes} crashes between completion and status write`);
   if (r.timeouts) parts.push(`${r.timeouts} function timeouts`);
   if (r.takeovers) parts.push(`${r.takeovers} takeovers`);
   if (r.statusConflicts) parts.push(`${r.statusConflicts} status 409s`);
@@ -41,6 +45,15 @@ export function injectedSummary(r: TargetReport): string {
   if (i.conflictPatches) parts.push(`${i.conflictPatches} concurrent patches`);
   if (i.relayRestarts) parts.push(`${i.relayRestarts} relay restart(s), ${i.relayRelists} re-list(s) after 410`);
   if (i.apiserverRestarts) parts.push(`${i.apiserverRestarts} API server restart(s)`);
+  if (i.specEditsRefused || i.specEditsForced.length)
+    parts.push(
+      `${i.specEditsRefused} spec edits refused (422), ${i.specEditsAcceptedWithRule} accepted, ${i.specEditsForced.length} pushed through (${r.failed.length} failed)`,
+    );
+  if (i.relayFailovers.length)
+    parts.push(
+      `relay failovers ${i.relayFailovers.map((f) => `${f.kind} ${f.ms === undefined ? "never" : `${(f.ms / 1000).toFixed(1)} s`}`).join(", ")}, ${i.relayOverlappingForwards} overlapping forwards`,
+    );
+  if (i.slowAnswers) parts.push(`${i.slowAnswers} API answers held back`);
   return parts.join(", ");
 }
 
@@ -81,7 +94,12 @@ export function comparisonTable(reports: readonly ScenarioReport[]): string[] {
       r.completed === r.migrations ? (r.timeToCompleteMs.max / 1000).toFixed(1) : `${r.completed}/${r.migrations} done`,
       r.invocationsPerPhase.toFixed(2),
       `${ms(r.overheadMs.p50)} / ${ms(r.overheadMs.p99)}`,
-      [`${r.completed}/${r.migrations} completed`, `${r.lostTransitions.length} lost`, `${r.regressions.length} regressions`].join(", "),
+      [
+        `${r.completed}/${r.migrations} completed`,
+        `${r.lostTransitions.length} lost`,
+        `${r.regressions.length} regressions`,
+        ...(r.withoutResults.length ? [`${r.withoutResults.length} without per-PVC results`] : []),
+      ].join(", "),
       injectedSummary(r) || "-",
     ]),
   );

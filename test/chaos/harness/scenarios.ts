@@ -3,23 +3,56 @@
  * the same injected faults, and reports what the API servers and the phase bodies saw.
  */
 import { randomUUID } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { CONDITION } from "../../../src/dvm/conditions";
 import { ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { DynamoPhaseLedger } from "../../../src/ledger";
 import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { BaselineController } from "./baseline";
-import { CRASH_PHASES } from "./bodies";
+import { CRASH_PHASES, HEARTBEAT_PHASE, OVERRUN_PHASE } from "./bodies";
 import { ConflictWriter } from "./conflicts";
 import { Deliverer, type DeliveryCounts } from "./delivery";
 import { type Driver, driveLoops, RelayDriver } from "./drivers";
 import type { DynamoCounts } from "./dynamoFaults";
+import { CHAOS_ELECTION_TIMING, ElectedRelays, type Failover } from "./electedRelays";
 import type { ChaosEnvironment } from "./environment";
 import { createMigrations, type PreparedMigrations, prepareMigrations, type StartedMigration } from "./fixture";
 import { type Observatory, positionRank } from "./observatory";
 import { seededRandom, sleep } from "./random";
+import { SpecEditor } from "./specEdits";
 import { type Distribution, distribution, type RepeatSummary, summarizeRepeats, Tally, transitionOverhead } from "./tally";
 import { OursInProcess, OursInWorkers, type Target, type TargetKind } from "./targets";
 
-export type Fault = "stale" | "duplicates" | "concurrent" | "crash" | "conflicts" | "throttle" | "lostReply" | "relay" | "apiserver";
+export type Fault =
+  | "stale"
+  | "duplicates"
+  | "concurrent"
+  | "crash"
+  | "crashTwice"
+  | "crashBeforeStatus"
+  | "conflicts"
+  | "throttle"
+  | "lostReply"
+  | "slowBody"
+  | "slowApi"
+  | "specEdit"
+  | "relay"
+  | "relayFailover"
+  | "apiserver";
+
+/** The slow API server: this share of its answers held back this long. */
+const SLOW_API = { ms: 2_000, fraction: 0.05 } as const;
+/** The phase whose status write is preceded by a crash (crashBeforeStatus): it carries the per-PVC results. */
+const STATUS_CRASH_PHASE = "RunRsyncOperations";
+/**
+ * Lease of the slow-body fault: short, so the overrun and the heartbeat take seconds, yet long enough
+ * that its margin (a quarter of it) exceeds the clock skew and the runner waits a moment for a body
+ * that is stopped while an answer is in flight.
+ */
+const SLOW_BODY_LEASE_MS = 10_000;
 
 /** What each fault injects, for reports. */
 export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
@@ -30,10 +63,17 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   concurrent:
     "3 independent delivery loops per DVM (2 relay replicas when the relay drives; baselines: 2 controller replicas, as during a rollout without leader election)",
   crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
+  crashTwice: `as crash, and the takeover's body is killed the same way (the ${CRASH_PHASES.join(" and ")} bodies die on their first two attempts; the third completes)`,
+  crashBeforeStatus: `the phase function process SIGKILLs itself after the ledger recorded ${STATUS_CRASH_PHASE}'s completion and before the status write that leaves it, once per DVM: the repair must apply what the body decided (the per-PVC results)`,
   conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
   throttle: "25% of DynamoDB requests fail before they are sent (70% ProvisionedThroughputExceededException, 30% HTTP 500), at most twice in a row per request",
   lostReply:
     "20% of DynamoDB writes (UpdateItem) are applied but their answer is lost (the caller sees a timeout and retries), at most twice in a row per request",
+  slowBody: `in process (nothing but the runner bounds a body): ${OVERRUN_PHASE} stalls for three leases on its first attempt without renewing (the runner's deadline, lease minus margin, must stop it), ${HEARTBEAT_PHASE} works for two leases renewing its lease every quarter of one; 2 delivery loops per DVM try to enter meanwhile; lease ${SLOW_BODY_LEASE_MS / 1000} s`,
+  slowApi: `the runner (and the baseline) reach the host API server through a proxy that holds back ${SLOW_API.fraction * 100}% of the answers for ${SLOW_API.ms / 1000} s each`,
+  specEdit:
+    "mid-migration every unfinished DVM's spec is edited (the CRD's CEL rule must refuse each, 422); then one edit per target is pushed through with the rule taken out of the CRD for that edit: that DVM must fail with the generation-change condition",
+  relayFailover: `3 relay replicas elect a leader on a Lease (${CHAOS_ELECTION_TIMING.leaseDurationMs / 1000} s lease, ${CHAOS_ELECTION_TIMING.renewDeadlineMs / 1000} s renew deadline), each through its own proxy; mid-migration the leader is killed (cut off for good, forwards nothing more), later the next leader is partitioned from the API server until a standby forwards`,
   relay:
     "the real relay drives the DVMs; it is restarted mid-migration, then cut off from the API server while the DVMs change, etcd is compacted and the API server restarted, so its watch resumes into 410 Gone",
   apiserver: "the host API server (where the DVMs live) is restarted mid-migration (with the relay fault, the restart of the 410 gap is that restart)",
@@ -50,12 +90,37 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "duplicates", faults: ["duplicates"] },
   { name: "concurrent", faults: ["concurrent"] },
   { name: "crash", faults: ["crash"] },
+  { name: "crash-twice", faults: ["crashTwice"] },
+  { name: "crash-before-status", faults: ["crashBeforeStatus"] },
   { name: "conflicts", faults: ["conflicts"] },
   { name: "throttle", faults: ["throttle"] },
   { name: "lost-replies", faults: ["lostReply"] },
+  { name: "slow-body", faults: ["slowBody"] },
+  { name: "slow-apiserver", faults: ["slowApi"] },
+  { name: "spec-edit", faults: ["specEdit"] },
+  { name: "relay-failover", faults: ["relayFailover"] },
   { name: "relay-restart-410", faults: ["relay"] },
   { name: "apiserver-restart", faults: ["apiserver"] },
-  { name: "all", faults: ["stale", "duplicates", "concurrent", "crash", "conflicts", "throttle", "lostReply", "relay", "apiserver"] },
+  {
+    name: "all",
+    faults: [
+      "stale",
+      "duplicates",
+      "concurrent",
+      "crash",
+      "crashTwice",
+      "crashBeforeStatus",
+      "conflicts",
+      "throttle",
+      "lostReply",
+      "slowBody",
+      "slowApi",
+      "specEdit",
+      "relay",
+      "relayFailover",
+      "apiserver",
+    ],
+  },
 ];
 
 export function scenarioNamed(name: string): Scenario {
@@ -64,9 +129,9 @@ export function scenarioNamed(name: string): Scenario {
   return found;
 }
 
-/** Scenarios that restart or compact the host control plane: the environment must own it. */
+/** Scenarios that restart or compact the host control plane, or change its CRD: the environment must own it. */
 export function needsOwnHost(scenario: Scenario): boolean {
-  return scenario.faults.includes("apiserver") || scenario.faults.includes("relay");
+  return scenario.faults.includes("apiserver") || scenario.faults.includes("relay") || scenario.faults.includes("specEdit");
 }
 
 export interface ScenarioOptions {
@@ -108,6 +173,12 @@ export interface TargetReport {
   lostTransitions: string[];
   /** status.phase moved backwards, as the DVM watch saw it. */
   regressions: string[];
+  /** Migrations that ended with a Failed condition: "name: message". */
+  failed: string[];
+  /** Succeeded migrations whose final status lacks a succeeded rsync operation for one of their PVCs. */
+  withoutResults: string[];
+  /** Processes killed between a ledger completion and its status write. */
+  statusCrashes: number;
   /** Objects the migrations created (watch), and names created more than once. */
   created: number;
   createdByKind: Record<string, number>;
@@ -140,6 +211,16 @@ export interface Injected {
   relayRelists: number;
   apiserverRestarts: number;
   relayGaps: number;
+  /** Spec edits refused by the API server, accepted although the rule was in place (must be 0), and the DVMs whose edit was pushed through. */
+  specEditsRefused: number;
+  specEditsAcceptedWithRule: number;
+  specEditsForced: string[];
+  /** Relay leader killed or partitioned, and how long until another replica forwarded. */
+  relayFailovers: Failover[];
+  /** Forwards a replaced relay leader sent after its successor started forwarding (must be 0). */
+  relayOverlappingForwards: number;
+  /** Answers of the host API server held back (slow API server). */
+  slowAnswers: number;
 }
 
 export interface ScenarioReport {
@@ -172,12 +253,20 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   const seed = options.seed ?? 1;
   const capMs = options.capMs ?? 200;
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const leaseMs = options.leaseMs ?? (has("crash") ? 6_000 : 30_000);
+  const crashes = has("crash") || has("crashTwice");
+  const workers = crashes || has("crashBeforeStatus");
+  const leaseMs = options.leaseMs ?? (crashes ? 6_000 : has("slowBody") ? SLOW_BODY_LEASE_MS : 30_000);
   const functionTimeoutMs = Math.max(1_000, leaseMs - 1_000);
   const plane = env.host.plane;
   if (needsOwnHost(scenario) && !plane) throw new Error(`scenario ${scenario.name} restarts the host API server: start the environment with host: "start"`);
   const id = `${scenario.name.slice(0, 12).replace(/-+$/, "")}-${randomUUID().slice(0, 5)}`;
   const began = Date.now();
+  // The runner's view of the host cluster: through a proxy that answers slowly, with that fault.
+  const slowProxy = has("slowApi")
+    ? await CuttableProxy.start(new URL(env.host.kubeConfig.getCurrentCluster()!.server), { delay: { ...SLOW_API, random: seededRandom(seed * 19) } })
+    : undefined;
+  const runnerHost = slowProxy ? proxiedKubeConfig(env.host.kubeConfig, slowProxy.url) : env.host.kubeConfig;
+  const runnerHostPath = slowProxy ? writeKubeconfig(runnerHost, id) : env.host.kubeconfigPath;
 
   const runs: TargetRun[] = await Promise.all(
     (options.targets ?? ["ours", "baseline"]).map(async (kind, index) => {
@@ -194,31 +283,49 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
           : undefined;
       let target: Target;
       if (kind === "ours") {
-        target = has("crash")
+        target = workers
           ? new OursInWorkers(
               {
-                hostKubeconfigPath: env.host.kubeconfigPath,
+                hostKubeconfigPath: runnerHostPath,
                 dynamo: env.dynamo,
                 tableName: env.tableName,
                 leaseMs,
                 functionTimeoutMs,
-                crashPhases: [...CRASH_PHASES],
+                crashPhases: crashes ? [...CRASH_PHASES] : [],
+                statusCrashPhases: has("crashBeforeStatus") ? [STATUS_CRASH_PHASE] : [],
+                crashAttempts: has("crashTwice") ? 2 : 1,
+                slowBodies: has("slowBody"),
                 ...(throttle ? { throttle } : {}),
               },
               tally,
             )
-          : new OursInProcess(env, tally, { leaseMs, ...(throttle ? { throttle } : {}) });
+          : new OursInProcess(env, tally, { leaseMs, slowBodies: has("slowBody"), hostKubeConfig: runnerHost, ...(throttle ? { throttle } : {}) });
       } else {
-        target = new BaselineController(kind, tally, has("crash") ? { crashPhases: CRASH_PHASES } : {});
+        // Behind the same slow API server as ours with that fault (controllers() below gets its view).
+        target = new BaselineController(kind, tally, crashes ? { crashPhases: CRASH_PHASES } : {});
       }
       const deliverer = new Deliverer(target, history, { duplicates: has("duplicates"), staleReplay: has("stale") }, seededRandom(seed * 31 + index));
       return { kind, prepared, tally, target, deliverer, migrations: [] };
     }),
   );
 
-  const injected: Injected = { conflictPatches: 0, relayRestarts: 0, relayRelists: 0, apiserverRestarts: 0, relayGaps: 0 };
+  const injected: Injected = {
+    conflictPatches: 0,
+    relayRestarts: 0,
+    relayRelists: 0,
+    apiserverRestarts: 0,
+    relayGaps: 0,
+    specEditsRefused: 0,
+    specEditsAcceptedWithRule: 0,
+    specEditsForced: [],
+    relayFailovers: [],
+    relayOverlappingForwards: 0,
+    slowAnswers: 0,
+  };
   let proxy: CuttableProxy | undefined;
   let relayDrivers: Driver[] = [];
+  let elected: ElectedRelays[] = [];
+  const specEditor = has("specEdit") ? new SpecEditor(env.host.kubeConfig) : undefined;
   let conflicts: ConflictWriter | undefined;
   let drivingStart = Date.now();
   try {
@@ -236,7 +343,8 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       writer.start();
     }
 
-    // The baselines drive themselves (informers, a work queue) like the relay: both are "drivers".
+    // The baselines drive themselves (informers, a work queue) like the relay: both are "drivers". Ours is
+    // driven by the relay (one replica or elected ones) under the relay faults, else by delivery loops.
     if (has("relay")) proxy = await CuttableProxy.start(new URL(plane!.server));
     const hostView = proxy ? proxiedKubeConfig(env.host.kubeConfig, proxy.url) : env.host.kubeConfig;
     relayDrivers = runs.flatMap((run, i): Driver[] => {
@@ -245,7 +353,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       if (run.target instanceof BaselineController)
         return [
           run.target.controllers({
-            kubeConfig: hostView,
+            kubeConfig: slowProxy ? runnerHost : hostView,
             namespace,
             replicas,
             duplicates: has("duplicates"),
@@ -253,16 +361,37 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
             random: seededRandom(seed * 19 + i),
           }),
         ];
-      if (!has("relay")) return [];
+      if (!has("relay") || has("relayFailover")) return [];
       return [new RelayDriver({ hostKubeConfig: hostView, destination: env.destination.kubeConfig, namespace, deliverer: run.deliverer, replicas, capMs })];
     });
     for (const driver of relayDrivers) driver.start();
+    const ours = runs.filter((run) => !(run.target instanceof BaselineController));
+    if (has("relayFailover")) {
+      elected = ours.map(
+        (run) =>
+          new ElectedRelays({
+            hostKubeConfig: env.host.kubeConfig,
+            server: new URL(env.host.kubeConfig.getCurrentCluster()!.server),
+            destination: env.destination.kubeConfig,
+            namespace: run.prepared.namespace,
+            deliverer: run.deliverer,
+            replicas: 3,
+            capMs,
+          }),
+      );
+      await Promise.all(elected.map((e) => e.start()));
+    }
     const driving = Promise.all([
       history.waitUntil(allDone, timeoutMs),
-      ...runs
-        .filter((run) => !has("relay") && !(run.target instanceof BaselineController))
+      ...ours
+        .filter(() => !has("relay") && !has("relayFailover"))
         .map((run, i) =>
-          driveLoops(run.deliverer, history, run.migrations, { loopsPerDvm: has("concurrent") ? 3 : 1, capMs, deadline, random: seededRandom(seed * 17 + i) }),
+          driveLoops(run.deliverer, history, run.migrations, {
+            loopsPerDvm: has("concurrent") ? 3 : has("slowBody") ? 2 : 1,
+            capMs,
+            deadline,
+            random: seededRandom(seed * 17 + i),
+          }),
         ),
     ]);
 
@@ -279,21 +408,47 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
         injected.apiserverRestarts++;
         log(`${scenario.name}: API server back after ${((Date.now() - t) / 1000).toFixed(1)} s`);
       }
+      if (has("relayFailover") && (await waitFor("CreateDestinationPVCs"))) {
+        log(`${scenario.name}: killing the relay leader`);
+        for (const failover of await Promise.all(elected.map((e) => e.killLeader()))) {
+          injected.relayFailovers.push(failover);
+          log(`${scenario.name}: relay leader killed, a standby forwarded after ${failover.ms ?? "(never)"} ms`);
+        }
+      }
       if (has("relay") && (await waitFor("CreateRsyncEndpoint"))) {
         log(`${scenario.name}: restarting the relay`);
-        await Promise.all(relayDrivers.map((d) => d.restart()));
+        await Promise.all([...relayDrivers.map((d) => d.restart()), ...elected.map((e) => e.restart())]);
         injected.relayRestarts++;
+      }
+      if (specEditor && (await waitFor("EnsureRsyncEndpointReady"))) {
+        const open = all.filter((m) => history.completedAt(m.uid) === undefined);
+        await specEditor.editEach(open);
+        // One DVM per target gets its edit through (a CRD without the rule).
+        for (const run of runs) {
+          const victim = run.migrations.find((m) => history.completedAt(m.uid) === undefined);
+          if (victim) await specEditor.forceThrough(victim);
+        }
+        log(`${scenario.name}: ${specEditor.counts.refused} spec edits refused, pushed through for ${specEditor.counts.forced.join(", ") || "none"}`);
+      }
+      if (has("relayFailover") && (await waitFor("CreateRsyncConfig"))) {
+        log(`${scenario.name}: partitioning the relay leader`);
+        for (const failover of await Promise.all(elected.map((e) => e.partitionLeader()))) {
+          injected.relayFailovers.push(failover);
+          log(`${scenario.name}: relay leader partitioned, a standby forwarded after ${failover.ms ?? "(never)"} ms`);
+        }
       }
       if (has("relay") && (await waitFor("CreateStunnelConfig"))) {
         log(`${scenario.name}: cutting the relay off, compacting etcd, restarting the API server`);
-        proxy!.cut();
-        for (let i = 0; i < 40 && relayDrivers.some((d) => d.watchConnected()); i++) await sleep(50);
+        proxy?.cut();
+        for (const e of elected) e.cutAll();
+        for (let i = 0; i < 40 && (relayDrivers.some((d) => d.watchConnected()) || elected.some((e) => e.watchConnected())); i++) await sleep(50);
         // Changes the relay cannot see while cut off; its resourceVersion then predates the compaction.
         await Promise.all(all.filter((m) => history.completedAt(m.uid) === undefined).map((m) => writer.touch(m).catch(() => undefined)));
         await plane!.compactEtcd();
         await plane!.restartApiServer();
         injected.apiserverRestarts++;
-        proxy!.resume();
+        proxy?.resume();
+        for (const e of elected) e.resumeAll();
         injected.relayGaps++;
         log(`${scenario.name}: relay reconnected`);
       }
@@ -315,11 +470,22 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   } finally {
     await conflicts?.stop();
     for (const driver of relayDrivers) await driver.stop();
+    for (const e of elected) await e.stop();
     await proxy?.close();
+    await slowProxy?.close();
+    if (slowProxy) rmSync(runnerHostPath, { force: true });
     await Promise.all(runs.map((run) => run.target.close()));
   }
   injected.conflictPatches = conflicts?.patches ?? 0;
   injected.relayRelists = relayDrivers.reduce((sum, d) => sum + d.relists(), 0);
+  injected.relayOverlappingForwards = elected.reduce((sum, e) => sum + e.overlappingForwards(), 0);
+  injected.slowAnswers = slowProxy?.delayedAnswers ?? 0;
+  if (specEditor)
+    Object.assign(injected, {
+      specEditsRefused: specEditor.counts.refused,
+      specEditsAcceptedWithRule: specEditor.counts.acceptedWithRule,
+      specEditsForced: [...specEditor.counts.forced],
+    });
 
   const reports: TargetReport[] = [];
   for (const run of runs) reports.push(await reportFor(run, scenario, observatory, env, drivingStart, injected));
@@ -330,6 +496,18 @@ function countBy(values: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const v of values) out[v] = (out[v] ?? 0) + 1;
   return out;
+}
+
+/** A kubeconfig file for worker processes (the slow API server's view); removed when the run ends. */
+function writeKubeconfig(kubeConfig: KubeConfig, id: string): string {
+  const path = join(tmpdir(), `dvm-chaos-${id}.kubeconfig`);
+  writeFileSync(path, kubeConfig.exportConfig(), { mode: 0o600 });
+  return path;
+}
+
+function pvcCount(prepared: PreparedMigrations, name: string): number {
+  const claims = prepared.specs.find((s) => s.name === name)?.spec.persistentVolumeClaims;
+  return Array.isArray(claims) ? claims.length : 0;
 }
 
 function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined): number {
@@ -363,9 +541,17 @@ async function reportFor(
   const lostTransitions: string[] = [];
   const regressions: string[] = [];
   const stuck: string[] = [];
+  const failed: string[] = [];
+  const withoutResults: string[] = [];
   const times: number[] = [];
   for (const migration of run.migrations) {
     const final = history.latestByUid(migration.uid)?.status;
+    const failure = final?.conditions?.find((c) => c.type === CONDITION.Failed && c.status === "True");
+    if (failure) failed.push(`${migration.name}: ${failure.message ?? failure.reason ?? "(no message)"}`);
+    const pvcs = pvcCount(run.prepared, migration.name);
+    const succeededOps = (final?.rsyncOperations ?? []).filter((op) => op.succeeded).length;
+    if (final?.phase === "Completed" && !failure && succeededOps < pvcs)
+      withoutResults.push(`${migration.name}: ${succeededOps} of ${pvcs} PVCs with a succeeded rsync operation in the final status`);
     const finalRank = phaseRankOf(final);
     if (final?.phase !== "Completed") stuck.push(`${migration.namespace}/${migration.name} at ${final?.phase ?? "(no status)"}`);
     for (const phase of completedPhases.get(migration.uid) ?? []) {
@@ -387,6 +573,9 @@ async function reportFor(
     migrations: run.migrations.length,
     completed: run.migrations.length - stuck.length,
     stuck,
+    failed,
+    withoutResults,
+    statusCrashes: run.tally.statusCrashes.filter((key) => uids.has(key.split("/")[0]!)).length,
     repeats,
     staleReads: invocations.filter((i) => i.stale).length,
     lostTransitions,

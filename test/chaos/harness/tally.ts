@@ -66,6 +66,8 @@ export class Tally {
   readonly invocations: InvocationRecord[] = [];
   /** Worker processes killed because an invocation hit the function timeout, by DVM uid. */
   readonly timeouts: string[] = [];
+  /** Worker processes killed between a ledger completion and the status write, by "uid/phase". */
+  readonly statusCrashes: string[] = [];
   private readonly open = new Map<string, BodyEntry>();
   private nextKey = 0;
 

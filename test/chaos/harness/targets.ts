@@ -5,9 +5,10 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
-import { tallyHooks } from "./bodies";
+import { slowBodyPlan, tallyHooks } from "./bodies";
 import { type DynamoCounts, type DynamoInstrument, instrumentDynamo, type ThrottleOptions } from "./dynamoFaults";
 import type { ChaosEnvironment } from "./environment";
 import { buildOurRunner, type OurRunner } from "./ourRunner";
@@ -35,6 +36,10 @@ export interface Target {
 export interface OurTargetOptions {
   leaseMs: number;
   throttle?: ThrottleOptions;
+  /** Slow bodies that outlive or renew their lease (bodies.ts, slowBodyPlan). */
+  slowBodies?: boolean;
+  /** The runner's view of the host cluster, when it differs from the environment's (a slow API server). */
+  hostKubeConfig?: KubeConfig;
 }
 
 /** Our runner in this process. */
@@ -52,11 +57,11 @@ export class OursInProcess implements Target {
     this.client = env.dynamoClient();
     this.dynamo = instrumentDynamo(this.client, options.throttle);
     this.runner = buildOurRunner({
-      hostKubeConfig: env.host.kubeConfig,
+      hostKubeConfig: options.hostKubeConfig ?? env.host.kubeConfig,
       dynamo: this.client,
       tableName: env.tableName,
       leaseMs: options.leaseMs,
-      hooks: tallyHooks(tally),
+      hooks: { ...tallyHooks(tally), ...(options.slowBodies ? { stall: slowBodyPlan(options.leaseMs) } : {}) },
     });
   }
 
@@ -136,6 +141,9 @@ class WorkerProcess {
           break;
         case "exit":
           tally.exit(message.key, message.outcome, message.at, message.error);
+          break;
+        case "statusCrash":
+          tally.statusCrashes.push(message.key);
           break;
         case "timeout": {
           const uid = this.requests.get(message.id);
@@ -222,13 +230,15 @@ export class OursInWorkers implements Target {
     let worker = this.workers.get(uid);
     if (!worker || worker.exited) {
       if (worker) this.dead.push(worker);
-      const seeded = this.config.throttle
-        ? { ...this.config, throttle: { ...this.config.throttle, seed: (this.config.throttle.seed ?? 7) + this.dead.length * 101 + this.workers.size } }
-        : this.config;
+      const base = { ...this.config, statusCrashesDone: [...this.tally.statusCrashes] };
+      const seeded = base.throttle
+        ? { ...base, throttle: { ...base.throttle, seed: (base.throttle.seed ?? 7) + this.dead.length * 101 + this.workers.size } }
+        : base;
       worker = new WorkerProcess(seeded, this.tally);
       const started = worker;
-      // Replace a dead process at once, so the next invocation does not wait for a cold start.
-      started.child.once("exit", () => {
+      // Replace a dead process at once, so the next invocation does not wait for a cold start; on
+      // "close", when everything it sent has arrived (its status crash report included).
+      started.child.once("close", () => {
         if (this.workers.get(uid) === started && !this.closing) this.workerFor(uid);
       });
       this.workers.set(uid, worker);

@@ -9,7 +9,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import type { ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import { createLedgerClient } from "../../../src/ledger";
-import { type BodyHooks, crashPlan } from "./bodies";
+import { type BodyHooks, crashPlan, slowBodyPlan } from "./bodies";
 import { type DynamoInstrument, instrumentDynamo } from "./dynamoFaults";
 import { buildOurRunner, type OurRunner } from "./ourRunner";
 import type { FromWorker, ToWorker, WorkerConfig } from "./workerProtocol";
@@ -35,7 +35,7 @@ function init(config: WorkerConfig): void {
     ...(config.dynamo.credentials ? { credentials: config.dynamo.credentials } : {}),
   });
   dynamo = instrumentDynamo(client, config.throttle);
-  const plan = crashPlan(config.crashPhases as ExecutablePhaseName[]);
+  const plan = crashPlan(config.crashPhases as ExecutablePhaseName[], config.crashAttempts);
   const hooks: BodyHooks = {
     enter: async (entry) => {
       const key = `${process.pid}:${keys++}`;
@@ -48,8 +48,26 @@ function init(config: WorkerConfig): void {
       process.kill(process.pid, "SIGKILL");
       return new Promise<never>(() => {});
     },
+    ...(config.slowBodies ? { stall: slowBodyPlan(config.leaseMs, config.functionTimeoutMs - 1_500) } : {}),
   };
-  runner = buildOurRunner({ hostKubeConfig: kubeConfig, dynamo: client, tableName: config.tableName, leaseMs: config.leaseMs, hooks });
+  const statusCrashPhases = new Set(config.statusCrashPhases ?? []);
+  const statusCrashesDone = new Set(config.statusCrashesDone ?? []);
+  runner = buildOurRunner({
+    hostKubeConfig: kubeConfig,
+    dynamo: client,
+    tableName: config.tableName,
+    leaseMs: config.leaseMs,
+    hooks,
+    // The write that moves the DVM out of a crash phase: the ledger holds the completion, the status not yet.
+    beforeStatusWrite: async (dvm, status) => {
+      const from = dvm.status.phase;
+      const key = `${dvm.metadata.uid}/${from}`;
+      if (!from || !statusCrashPhases.has(from) || status.phase === from || statusCrashesDone.has(key)) return;
+      await send({ type: "statusCrash", key });
+      process.kill(process.pid, "SIGKILL");
+      await new Promise<never>(() => {});
+    },
+  });
 }
 
 process.on("message", (message: ToWorker) => {

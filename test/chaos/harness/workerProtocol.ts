@@ -15,8 +15,17 @@ export interface WorkerConfig {
    * timeout. Shorter than the lease, so a live holder is never overtaken (the runner's premise).
    */
   functionTimeoutMs: number;
-  /** Die right after these phases' bodies return, on their first attempt. */
+  /** Die right after these phases' bodies return, on their first `crashAttempts` attempts (default 1). */
   crashPhases: string[];
+  crashAttempts?: number;
+  /**
+   * Die after the ledger recorded these phases' completion and before the status write that leaves
+   * them, once per DVM and phase: `statusCrashesDone` ("uid/phase") lists the ones already done.
+   */
+  statusCrashPhases?: string[];
+  statusCrashesDone?: string[];
+  /** Slow bodies (bodies.ts, slowBodyPlan), bounded by the function timeout. */
+  slowBodies?: boolean;
   throttle?: ThrottleOptions;
 }
 
@@ -26,6 +35,8 @@ export type FromWorker =
   | { type: "ready" }
   | { type: "enter"; key: string; entry: Omit<BodyEntry, "exitedAt" | "outcome" | "error"> }
   | { type: "exit"; key: string; outcome: BodyOutcome; at: number; error?: string }
+  /** Sent (and acknowledged) just before the worker kills itself instead of writing the status. */
+  | { type: "statusCrash"; key: string }
   /** Sent just before the worker kills itself because an invocation hit the function timeout. */
   | { type: "timeout"; id: number }
   | { type: "result"; id: number; result?: RunResult; stats?: RunStats; bodyMs?: number; error?: string; dynamo: DynamoCounts };

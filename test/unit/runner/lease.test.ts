@@ -148,4 +148,46 @@ describe("a phase body bounded by its lease", () => {
     expect(result).toMatchObject({ kind: "retry", phase: "Started" });
     expect(String(stoppedBy)).toMatch(/LeaseDeadlineError/);
   });
+
+  describe("a body whose last answer arrives just after its deadline (found by the chaos slow-body fault)", () => {
+    // A margin wider than the clock skew (2 s), so the runner waits for the body after the stop.
+    const lease = { leaseMs: 4_000, leaseMarginMs: 2_600 };
+    const deadlineMs = lease.leaseMs - lease.leaseMarginMs;
+
+    function runnerWith(started: PhaseBody): PhaseRunner {
+      const bodies = Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, async () => advance()])) as unknown as Record<ExecutablePhaseName, PhaseBody>;
+      bodies.Started = started;
+      return new PhaseRunner({ store, ledger, clusters: resolver, bodies, ...lease, maxRetryDelayMs: 50 });
+    }
+
+    it("keeps the outcome of a body that was refused nothing: its work is done, it is not repeated", async () => {
+      let entries = 0;
+      const runner = runnerWith(async (ctx) => {
+        entries++;
+        await ctx.clusters.host.get({ ...KINDS.ConfigMap, namespace: "openshift-migration", name: "step" });
+        // The answer to a call sent before the deadline, arriving after it.
+        await sleep(deadlineMs + 200);
+        return advance();
+      });
+      expect(await runner.run(request)).toMatchObject({ kind: "advanced", phase: "Started" });
+      expect(await runner.run(request)).not.toMatchObject({ phase: "Started" });
+      expect(entries).toBe(1);
+      const [entry] = await ledger.history(request.uid);
+      expect(entry).toMatchObject({ state: "COMPLETED", attempts: 1 });
+    });
+
+    it("retries a body that was refused a call after the deadline, even when it swallowed the refusal", async () => {
+      let entries = 0;
+      const runner = runnerWith(async (ctx) => {
+        entries++;
+        await sleep(deadlineMs + 200);
+        await ctx.clusters.host.get({ ...KINDS.ConfigMap, namespace: "openshift-migration", name: "step" }).catch(() => undefined);
+        return advance();
+      });
+      expect(await runner.run(request)).toMatchObject({ kind: "retry", phase: "Started" });
+      const [entry] = await ledger.history(request.uid);
+      expect(entry).toMatchObject({ state: "RETRYING" });
+      expect(entries).toBe(1);
+    });
+  });
 });

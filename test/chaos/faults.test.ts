@@ -27,7 +27,9 @@ async function run(
     scenario: scenarioNamed(name),
     dvms: options.dvms ?? 2,
     pvcs: options.pvcs ?? 2,
-    timeoutMs: 90_000,
+    // A bound for "stuck", not a speed claim: crash takeovers wait out leases, and a loaded 2-core CI
+    // machine stretches every body (a crash-twice run needed more than 90 s there).
+    timeoutMs: 180_000,
     ...(options.targets ? { targets: options.targets } : {}),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
   });

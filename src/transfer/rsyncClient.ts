@@ -91,13 +91,11 @@ const DANGEROUS_OPTIONS = new Set([
 // Options the controller sets itself from the DVM and the operator's policy: an extra must not override
 // them (rsync takes the last of two), or a DVM could lift the operator's bandwidth limit, turn off the
 // statistics the progress and verification reports read, or change what is copied.
-const CONTROLLED_OPTIONS = new Set([
-  "--recursive",
-  "--links",
-  "--perms",
-  "--devices",
-  "--specials",
-  "--times",
+/** What every transfer copies (rsync's -a without the owner, which depends on the transfer identity). */
+const COPY_OPTIONS = ["--recursive", "--links", "--perms", "--devices", "--specials", "--times"] as const;
+
+const CONTROLLED_OPTIONS = new Set<string>([
+  ...COPY_OPTIONS,
   "--owner",
   "--group",
   "--numeric-ids",
@@ -146,12 +144,7 @@ export function rsyncClientArgs(options: RsyncClientOptions): string[] {
   const extras = (options.extras ?? []).map((extra, i) => checkExtra(i, extra));
 
   return [
-    "--recursive",
-    "--links",
-    "--perms",
-    "--devices",
-    "--specials",
-    "--times",
+    ...COPY_OPTIONS,
     ...(options.preserveOwnership ? ["--owner", "--group"] : []),
     ...((options.hardLinks ?? true) ? ["--hard-links"] : []),
     ...((options.delete ?? true) ? ["--delete"] : []),

@@ -67,7 +67,7 @@ export const createDestinationPVCs: PhaseBody = async (ctx) => {
 /**
  * The sizes of the destination PVCs that do not exist yet, from their sources' measured usage; or the
  * outcome to return while a measurement runs (wait) or after one failed (fail). An existing destination
- * PVC is adopted as it is, without measuring.
+ * PVC is adopted as it is, without measuring; a Block volume keeps the source's size.
  */
 async function rightSized(ctx: PhaseContext, originals: Map<VolumePair, PvcObject>): Promise<{ sizes: TargetSize[] } | { outcome: PhaseOutcome }> {
   const headroom = ctx.spec.rightSizeTargets!.headroomPercent;
@@ -76,6 +76,8 @@ async function rightSized(ctx: PhaseContext, originals: Map<VolumePair, PvcObjec
   const failed: string[] = [];
   for (const [pair, original] of originals) {
     if (await ctx.clusters.destination.get(refOf("PersistentVolumeClaim", pair.to.namespace, pair.to.name))) continue;
+    // A device is copied whole: its destination needs the source's full size, whatever is in use.
+    if (original.spec?.volumeMode === "Block") continue;
     const usage = await measureUsage(ctx, pair);
     if ("usedBytes" in usage) sizes.push(targetSizeRecord(pair, usage.usedBytes, headroom, requestedSize(original)));
     else if ("pending" in usage) pending.push(`${formatPvc(pair.from)}: ${usage.pending}`);

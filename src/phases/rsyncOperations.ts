@@ -18,6 +18,7 @@ import {
   type VerificationReport,
   verificationReport,
 } from "../transfer";
+import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
@@ -75,7 +76,7 @@ export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePai
   };
 }
 
-export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
+export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
   return rsyncClientPod({
     name: clientPodName(ctx.dvm, pair, attempt),
     namespace: pair.from.namespace,
@@ -85,7 +86,7 @@ export function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: numbe
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: clientSecretName(ctx, pair),
     runAsRoot: ctx.spec.runAsRoot ?? false,
-    sourcePvc: pair.from,
+    sourcePvc: { ...pair.from, ...((await isBlockVolume(ctx, pair)) ? { block: true } : {}) },
     destinationPvc: pair.to,
     user: RSYNC_USER,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
@@ -144,7 +145,7 @@ function clientPodsOf(ctx: PhaseContext, pair: VolumePair): Promise<PodObject[]>
 }
 
 async function startVolume(ctx: PhaseContext, pair: VolumePair): Promise<VolumeReport> {
-  const pod = clientPodFor(ctx, pair, 1);
+  const pod = await clientPodFor(ctx, pair, 1);
   await ctx.clusters.source.ensure(pod);
   return { pair, attempt: 1, state: "pending", pod: pod.metadata.name };
 }
@@ -183,7 +184,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       const server = await ensureServerPodRunning(ctx, pair.to.namespace);
       if (server !== "running")
         return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
-      const next = clientPodFor(ctx, pair, attempt + 1);
+      const next = await clientPodFor(ctx, pair, attempt + 1);
       await source.ensure(next);
       // Only once the next attempt exists: the newest pod always records how far the retries got.
       for (const old of pods.filter((p) => attemptOf(p) <= attempt))

@@ -5,6 +5,7 @@
 import { CONDITION } from "../dvm/conditions";
 import { type PodObject, refOf } from "../kube/objects";
 import { rsyncServerPod } from "../transfer";
+import { servedPvcs } from "./blockVolumes";
 import { SERVER_ROLE } from "./endpoint";
 import { transferLabels, transferNames } from "./names";
 import { runningSince } from "./timing";
@@ -13,7 +14,7 @@ import { uniqueNamespaces } from "./volumes";
 
 const WARN_AFTER_MS = 3 * 60_000;
 
-export function serverPodFor(ctx: PhaseContext, namespace: string) {
+export async function serverPodFor(ctx: PhaseContext, namespace: string) {
   const names = transferNames(ctx.dvm);
   return rsyncServerPod({
     name: names.serverPod,
@@ -25,13 +26,17 @@ export function serverPodFor(ctx: PhaseContext, namespace: string) {
     configSecretName: names.rsyncServerSecret,
     runAsRoot: ctx.spec.runAsRoot ?? false,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
-    pvcs: ctx.volumes.filter((v) => v.to.namespace === namespace).map((v) => v.to),
+    pvcs: await servedPvcs(
+      ctx,
+      ctx.volumes.filter((v) => v.to.namespace === namespace),
+      "to",
+    ),
   });
 }
 
 export const createRsyncTransferPods: PhaseBody = async (ctx) => {
   for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const { created } = await ctx.clusters.destination.ensure(serverPodFor(ctx, namespace));
+    const { created } = await ctx.clusters.destination.ensure(await serverPodFor(ctx, namespace));
     ctx.log.info(created ? "rsync server pod created" : "rsync server pod exists", { namespace });
   }
   return advance();
@@ -49,7 +54,7 @@ export async function ensureServerPodRunning(ctx: PhaseContext, namespace: strin
     return `${pod.status.phase}, deleted to be recreated`;
   }
   if (!pod || pod.metadata.deletionTimestamp) {
-    if (!pod) await ctx.clusters.destination.ensure(serverPodFor(ctx, namespace));
+    if (!pod) await ctx.clusters.destination.ensure(await serverPodFor(ctx, namespace));
     return pod ? "terminating" : "recreated";
   }
   return pod.status?.phase === "Running" ? "running" : (pod.status?.phase ?? "Pending");

@@ -4,7 +4,7 @@
  */
 import { KINDS, type PvcObject, refOf } from "../kube/objects";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "./types";
-import { formatPvc, specField } from "./volumes";
+import { formatPvc, specField, type VolumePair } from "./volumes";
 
 export async function validateMigration(ctx: PhaseContext): Promise<string[]> {
   const { source, destination } = ctx.clusters;
@@ -25,8 +25,8 @@ export async function validateMigration(ctx: PhaseContext): Promise<string[]> {
       errors.push(
         `${specField(pair, rollback ? "targetName" : "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`,
       );
-    } else if (from.spec?.volumeMode === "Block" || pair.targetVolumeMode === "Block") {
-      errors.push(`${specField(pair, "targetVolumeMode")}: Block volumes are not supported (filesystem transfer only)`);
+    } else {
+      errors.push(...volumeModeProblems(ctx, pair, from.spec?.volumeMode === "Block" ? "Block" : "Filesystem"));
     }
 
     if (rollback) {
@@ -45,6 +45,23 @@ export async function validateMigration(ctx: PhaseContext): Promise<string[]> {
     errors.push(`spec.endpointType: Route was requested but the ${destination.name} cluster does not serve route.openshift.io/v1 Routes`);
   }
   return errors;
+}
+
+/**
+ * A volume keeps its mode: rsync copies files into a file system, or a device's content into a device
+ * (--copy-devices / --write-devices), never one into the other. A Block transfer runs as root: a device
+ * node in a pod belongs to root unless the container runtime hands it to the pod's user.
+ */
+function volumeModeProblems(ctx: PhaseContext, pair: VolumePair, sourceMode: "Filesystem" | "Block"): string[] {
+  const problems: string[] = [];
+  const target = pair.targetVolumeMode ?? sourceMode;
+  if (target !== sourceMode)
+    problems.push(
+      `${specField(pair, "targetVolumeMode")}: ${formatPvc(pair.from)} has volumeMode ${sourceMode}; a migration cannot change it to ${target} (create the destination as ${sourceMode})`,
+    );
+  if (sourceMode === "Block" && ctx.spec.runAsRoot !== true)
+    problems.push(`spec.runAsRoot: must be true to move the Block volume ${formatPvc(pair.from)} (${specField(pair)}): its device node belongs to root`);
+  return problems;
 }
 
 export const started: PhaseBody = async (ctx): Promise<PhaseOutcome> => {

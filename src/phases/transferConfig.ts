@@ -5,6 +5,7 @@
  */
 import { KINDS, type KubeObject, refOf } from "../kube/objects";
 import { clientTransferSecretData, generateRsyncPassword, generateTransferPki, serverTransferSecretData, type TransferPki, transferSecret } from "../transfer";
+import { servedPvcs } from "./blockVolumes";
 import { endpointAddress } from "./endpoint";
 import { dvmShortId, ownerLabels, RSYNC_USER, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
@@ -90,7 +91,11 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
   const names = transferNames(ctx.dvm);
 
   for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const pvcs = ctx.volumes.filter((v) => v.to.namespace === namespace).map((v) => v.to);
+    const pvcs = await servedPvcs(
+      ctx,
+      ctx.volumes.filter((v) => v.to.namespace === namespace),
+      "to",
+    );
     const data = serverTransferSecretData({ pvcs, user: RSYNC_USER, password, pki, runAsRoot });
     await destination.ensure(transferSecret({ name: names.rsyncServerSecret, namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }));
   }

@@ -47,8 +47,14 @@ export const SECRET_KEY = {
 } as const;
 
 export const RSYNC_CLIENT_DONE_FILE = "rsync-client-done";
+/**
+ * A Block volume's device node, inside its module folder (server) or the source folder (client): rsync
+ * copies one file of this name, the device's content (see `blockDevice` in rsyncClient.ts).
+ */
+export const BLOCK_DEVICE_FILE = "device";
 
 export const configFile = (paths: TransferPaths, key: string): string => `${paths.configDir}/${key}`;
 export const moduleMountPath = (paths: TransferPaths, module: string): string => `${paths.volumeRoot}/${module}`;
+export const blockDevicePath = (folder: string): string => `${folder}/${BLOCK_DEVICE_FILE}`;
 export const doneFile = (paths: TransferPaths): string => `${paths.doneDir}/${RSYNC_CLIENT_DONE_FILE}`;
 export const scratchSecretsFile = (paths: TransferPaths): string => `${paths.scratchDir}/${SECRET_KEY.rsyncdSecrets}`;

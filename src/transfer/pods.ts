@@ -17,13 +17,14 @@ import type {
   V1SecurityContext,
   V1Toleration,
   V1Volume,
+  V1VolumeDevice,
   V1VolumeMount,
 } from "@kubernetes/client-node";
 import { shellQuote as quote, TransferConfigError } from "./configText";
-import { configFile, doneFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
+import { blockDevicePath, configFile, doneFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
 import { clientScript, RSYNC_PASSWORD_ENV, type RsyncClientOptions, rsyncClientArgs } from "./rsyncClient";
 import { moduleNameFor } from "./rsyncd";
-import { type PvcRef, STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT } from "./secrets";
+import { type PvcRef, type ServedPvc, STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT } from "./secrets";
 import { stunnelSidecarScript } from "./stunnel";
 
 /**
@@ -97,8 +98,11 @@ export interface TransferPodOptions {
 }
 
 export interface RsyncServerPodOptions extends TransferPodOptions {
-  /** Destination PVCs, all in `namespace`; each is mounted at `<volumeRoot>/<moduleNameFor(pvc)>`. */
-  pvcs: PvcRef[];
+  /**
+   * Destination PVCs, all in `namespace`; each is mounted at `<volumeRoot>/<moduleNameFor(pvc)>`, or, when
+   * `block`, mapped as the device node `<volumeRoot>/<module>/device` (see BLOCK_DEVICE_FILE).
+   */
+  pvcs: ServedPvc[];
   /** Must match serverTransferSecretData's `chroot`. Default: `runAsRoot`. Adds SYS_CHROOT. */
   chroot?: boolean;
   /** Default 6443. */
@@ -114,10 +118,7 @@ export function rsyncServerPod(options: RsyncServerPodOptions): TransferPod {
     if (pvc.namespace !== options.namespace)
       throw new TransferConfigError(`pvcs[${i}].namespace`, `must be the pod's namespace ${options.namespace}, got ${pvc.namespace}`);
     const module = moduleNameFor(pvc);
-    return {
-      volume: { name: `pvc-${i}`, persistentVolumeClaim: { claimName: pvc.name } },
-      mount: { name: `pvc-${i}`, mountPath: moduleMountPath(paths, module) },
-    };
+    return mappedPvc(`pvc-${i}`, { claimName: pvc.name }, moduleMountPath(paths, module), pvc.block ?? false);
   });
   const image = options.image ?? DEFAULT_TRANSFER_IMAGE;
   const configMount = { name: "transfer-config", mountPath: paths.configDir, readOnly: true };
@@ -131,7 +132,8 @@ export function rsyncServerPod(options: RsyncServerPodOptions): TransferPod {
     command: ["/bin/sh", "-c", rsyncDaemonScript(paths)],
     securityContext: containerSecurity(options.runAsRoot ? [...ROOT_CAPABILITIES, ...(chroot ? [CHROOT_CAPABILITY] : [])] : undefined),
     resources: options.rsyncResources ?? DEFAULT_RSYNC_RESOURCES,
-    volumeMounts: [configMount, scratchMount, ...volumes.map((v) => v.mount)],
+    volumeMounts: [configMount, scratchMount, ...volumes.flatMap((v) => v.mounts)],
+    ...devicesOf(volumes),
     terminationMessagePolicy: "FallbackToLogsOnError",
   };
   const stunnel: V1Container = {
@@ -150,9 +152,35 @@ export function rsyncServerPod(options: RsyncServerPodOptions): TransferPod {
     volumes: [
       configVolume(options, [SECRET_KEY.rsyncdConf, SECRET_KEY.rsyncdSecrets, SECRET_KEY.stunnelConf, SECRET_KEY.cert, SECRET_KEY.key, SECRET_KEY.ca]),
       scratchVolume(),
-      ...volumes.map((v) => v.volume),
+      ...volumes.flatMap((v) => v.volumes),
     ],
   });
+}
+
+interface MappedPvc {
+  volumes: V1Volume[];
+  mounts: V1VolumeMount[];
+  devices: V1VolumeDevice[];
+}
+
+/**
+ * A PVC at `folder`: mounted there (Filesystem), or (Block) its device node mapped to `folder/device`,
+ * with an in-memory folder under it so the read-only root file system can hold the node.
+ */
+function mappedPvc(name: string, claim: { claimName: string; readOnly?: boolean }, folder: string, block: boolean): MappedPvc {
+  const volume: V1Volume = { name, persistentVolumeClaim: claim };
+  if (!block) return { volumes: [volume], mounts: [{ name, mountPath: folder, ...(claim.readOnly ? { readOnly: true } : {}) }], devices: [] };
+  const holder = `${name}-folder`;
+  return {
+    volumes: [volume, { name: holder, emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }],
+    mounts: [{ name: holder, mountPath: folder }],
+    devices: [{ name, devicePath: blockDevicePath(folder) }],
+  };
+}
+
+function devicesOf(mapped: readonly MappedPvc[]): Pick<V1Container, "volumeDevices"> {
+  const devices = mapped.flatMap((m) => m.devices);
+  return devices.length > 0 ? { volumeDevices: devices } : {};
 }
 
 /**
@@ -176,8 +204,8 @@ export function rsyncDaemonScript(pathOverrides: Partial<TransferPaths> = {}): s
 }
 
 export interface RsyncClientPodOptions extends TransferPodOptions {
-  /** The source PVC (in `namespace`), mounted read-only. */
-  sourcePvc: PvcRef;
+  /** The source PVC (in `namespace`), mounted read-only; `block`: its device node is copied instead. */
+  sourcePvc: ServedPvc;
   /** The destination PVC: its module name is derived with moduleNameFor. */
   destinationPvc: PvcRef;
   user: string;
@@ -186,7 +214,7 @@ export interface RsyncClientPodOptions extends TransferPodOptions {
   /** How long rsync waits for the sidecar. Default 120 s. */
   waitSeconds?: number;
   /** rsync flags; ownership is preserved exactly when `runAsRoot`. */
-  rsync?: Omit<RsyncClientOptions, "sourcePath" | "module" | "user" | "host" | "port" | "preserveOwnership">;
+  rsync?: Omit<RsyncClientOptions, "sourcePath" | "module" | "user" | "host" | "port" | "preserveOwnership" | "blockDevice">;
 }
 
 export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
@@ -198,9 +226,12 @@ export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
   const image = options.image ?? DEFAULT_TRANSFER_IMAGE;
   const doneMount = { name: "done", mountPath: paths.doneDir };
   const scratchMount = { name: "scratch", mountPath: paths.scratchDir };
+  const block = options.sourcePvc.block ?? false;
+  const source = mappedPvc("source", { claimName: options.sourcePvc.name, readOnly: true }, paths.sourceMountPath, block);
   const args = rsyncClientArgs({
     ...options.rsync,
-    sourcePath: paths.sourceMountPath,
+    sourcePath: block ? blockDevicePath(paths.sourceMountPath) : paths.sourceMountPath,
+    blockDevice: block,
     module: moduleNameFor(options.destinationPvc),
     user: options.user,
     host: "127.0.0.1",
@@ -226,7 +257,8 @@ export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
     env: [{ name: RSYNC_PASSWORD_ENV, valueFrom: { secretKeyRef: { name: options.configSecretName, key: SECRET_KEY.rsyncPassword } } }],
     securityContext: containerSecurity(options.runAsRoot ? ["DAC_OVERRIDE"] : undefined),
     resources: options.rsyncResources ?? DEFAULT_RSYNC_RESOURCES,
-    volumeMounts: [{ name: "source", mountPath: paths.sourceMountPath, readOnly: true }, doneMount, scratchMount] satisfies V1VolumeMount[],
+    volumeMounts: [...source.mounts, doneMount, scratchMount] satisfies V1VolumeMount[],
+    ...devicesOf([source]),
     // A failed attempt's last log lines (the rsync error) become its termination message.
     terminationMessagePolicy: "FallbackToLogsOnError",
   };
@@ -248,7 +280,7 @@ export function rsyncClientPod(options: RsyncClientPodOptions): TransferPod {
       configVolume(options, [SECRET_KEY.stunnelConf, SECRET_KEY.cert, SECRET_KEY.key, SECRET_KEY.ca]),
       { name: "done", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
       scratchVolume(),
-      { name: "source", persistentVolumeClaim: { claimName: options.sourcePvc.name, readOnly: true } },
+      ...source.volumes,
     ],
   });
 }

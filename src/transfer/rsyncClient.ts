@@ -15,8 +15,18 @@ export const RSYNC_INFO_FLAGS = "COPY2,DEL2,REMOVE2,SKIP2,FLIST2,PROGRESS2,STATS
 export const STUNNEL_WAIT_TIMEOUT_EXIT_CODE = 124;
 
 export interface RsyncClientOptions {
-  /** The mounted source PVC. A trailing "/" is added: the directory's content is copied, not itself. */
+  /**
+   * The mounted source PVC. A trailing "/" is added: the directory's content is copied, not itself.
+   * With `blockDevice`: the device node, copied as one file of the same name.
+   */
   sourcePath: string;
+  /**
+   * A Block volume: rsync reads the device's content (--copy-devices) and writes it into the device of
+   * the same name in the module (--write-devices, which implies --inplace, so a later pass sends only
+   * the blocks that changed). --ignore-times: a device node's size and time say nothing about its
+   * content. --delete, --partial and --hard-links do not apply to one device and are left out.
+   */
+  blockDevice?: boolean;
   /** The destination module (see `moduleNameFor`). */
   module: string;
   user: string;
@@ -142,13 +152,16 @@ export function rsyncClientArgs(options: RsyncClientOptions): string[] {
   if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
     throw new TransferConfigError("timeoutSeconds", `must be a positive integer, got ${timeout}`);
   const extras = (options.extras ?? []).map((extra, i) => checkExtra(i, extra));
+  const block = options.blockDevice ?? false;
+  if (block && source.endsWith("/")) throw new TransferConfigError("sourcePath", "must name the device node, not a folder, with blockDevice");
 
   return [
     ...COPY_OPTIONS,
     ...(options.preserveOwnership ? ["--owner", "--group"] : []),
-    ...((options.hardLinks ?? true) ? ["--hard-links"] : []),
-    ...((options.delete ?? true) ? ["--delete"] : []),
-    ...((options.partial ?? true) ? ["--partial"] : []),
+    ...(block ? ["--copy-devices", "--write-devices", "--ignore-times"] : []),
+    ...((options.hardLinks ?? true) && !block ? ["--hard-links"] : []),
+    ...((options.delete ?? true) && !block ? ["--delete"] : []),
+    ...((options.partial ?? true) && !block ? ["--partial"] : []),
     ...(bwlimit !== undefined ? [`--bwlimit=${bwlimit}`] : []),
     ...((options.humanReadable ?? true) ? ["--human-readable"] : []),
     ...(options.logFile !== undefined ? [`--log-file=${absolutePath("logFile", options.logFile)}`] : []),
@@ -163,8 +176,8 @@ export function rsyncClientArgs(options: RsyncClientOptions): string[] {
     // Anchored: only the file system's own lost+found at the top, not user directories of that name
     // deeper down (upstream's unanchored pattern skipped those silently). Excluded paths are also
     // protected from --delete, so the destination's lost+found stays.
-    "--exclude=/lost+found",
-    source.endsWith("/") ? source : `${source}/`,
+    ...(block ? [] : ["--exclude=/lost+found"]),
+    block || source.endsWith("/") ? source : `${source}/`,
     `rsync://${options.user}@${hostPort(host, port)}/${options.module}/`,
   ];
 }

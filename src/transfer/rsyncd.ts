@@ -15,6 +15,12 @@ export interface RsyncModule {
   path: string;
   /** Free text shown nowhere (listing is off); handy when reading the file, e.g. "ns/pvc". */
   comment?: string;
+  /**
+   * The module holds a Block volume's device node: the daemon admits --write-devices here (refused by
+   * default), so the client's device content is written into the device. --copy-devices stays refused:
+   * nobody may read a device out of the daemon.
+   */
+  blockDevice?: boolean;
 }
 
 export interface RsyncdOptions {
@@ -89,6 +95,7 @@ export function rsyncdConfig(options: RsyncdOptions): string {
       ...renderSettings([
         ["path", literal(`modules[${i}].path`, absolutePath(`modules[${i}].path`, module.path))],
         ["comment", module.comment === undefined ? undefined : literal(`modules[${i}].comment`, configValue(`modules[${i}].comment`, module.comment))],
+        ["refuse options", module.blockDevice ? "copy-devices !write-devices" : undefined],
       ]),
       "",
     ];

@@ -19,9 +19,15 @@ export interface PvcRef {
   name: string;
 }
 
+/** A destination PVC as the server side serves it: a folder of files, or (`block`) one device. */
+export interface ServedPvc extends PvcRef {
+  /** volumeMode Block: the module holds the device node and admits rsync's --write-devices. */
+  block?: boolean;
+}
+
 export interface ServerTransferSecretOptions {
   /** Destination PVCs served by this pod, one rsync module each (`moduleNameFor`). */
-  pvcs: PvcRef[];
+  pvcs: ServedPvc[];
   user: string;
   password: string;
   pki: TransferPki;
@@ -50,7 +56,7 @@ export function serverTransferSecretData(options: ServerTransferSecretOptions): 
       port: rsyncPort,
       modules: options.pvcs.map((pvc) => {
         const name = moduleNameFor(pvc);
-        return { name, path: moduleMountPath(paths, name), comment: `${pvc.namespace}/${pvc.name}` };
+        return { name, path: moduleMountPath(paths, name), comment: `${pvc.namespace}/${pvc.name}`, ...(pvc.block ? { blockDevice: true } : {}) };
       }),
       user: options.user,
       // The container copies the mounted file here first (see TransferPaths.scratchDir).

@@ -41,16 +41,33 @@ describe("Started (validation)", () => {
     ]);
   });
 
-  it("refuses Block volumes", async () => {
+  it("accepts a Block volume moved as Block, as root", async () => {
     const { ctx, source, destination } = fakeContext({
       persistentVolumeClaims: [{ name: "raw", namespace: "a", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
+      runAsRoot: true,
     });
     source.add(pvc("a", "raw", { spec: { volumeMode: "Block" } }));
+    destination.add(storageClass("fast"));
+    expect(await started(ctx)).toMatchObject({ kind: "advance" });
+  });
+
+  it("refuses a change of volume mode, and a Block volume moved without root, naming the fields", async () => {
+    const { ctx, source, destination } = fakeContext({
+      persistentVolumeClaims: [
+        { name: "raw", namespace: "a", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"], targetVolumeMode: "Filesystem" },
+        { name: "files", namespace: "a", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"], targetVolumeMode: "Block" },
+      ],
+    });
+    source.add(pvc("a", "raw", { spec: { volumeMode: "Block" } }), pvc("a", "files"));
     destination.add(storageClass("fast"));
     const outcome = await started(ctx);
     expect(outcome).toMatchObject({
       kind: "fail",
-      errors: ["spec.persistentVolumeClaims[0].targetVolumeMode: Block volumes are not supported (filesystem transfer only)"],
+      errors: [
+        "spec.persistentVolumeClaims[0].targetVolumeMode: a/raw has volumeMode Block; a migration cannot change it to Filesystem (create the destination as Block)",
+        "spec.runAsRoot: must be true to move the Block volume a/raw (spec.persistentVolumeClaims[0]): its device node belongs to root",
+        "spec.persistentVolumeClaims[1].targetVolumeMode: a/files has volumeMode Filesystem; a migration cannot change it to Block (create the destination as Filesystem)",
+      ],
     });
   });
 

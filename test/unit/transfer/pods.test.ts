@@ -65,6 +65,16 @@ describe("serverTransferSecretData", () => {
   });
 });
 
+describe("serverTransferSecretData for Block volumes", () => {
+  it("admits --write-devices in a Block PVC's module only, never --copy-devices", () => {
+    const payload = serverTransferSecretData({ pvcs: [data, { ...logs, block: true }], user: "dvm", password: "pw", pki, runAsRoot: true });
+    const conf = payload["rsyncd.conf"] ?? "";
+    const sections = conf.split(/^(?=\[)/m);
+    expect(sections.find((s) => s.startsWith(`[${moduleNameFor(logs)}]`))).toContain("refuse options = copy-devices !write-devices");
+    expect(sections.find((s) => s.startsWith(`[${moduleNameFor(data)}]`))).not.toContain("refuse options");
+  });
+});
+
 describe("clientTransferSecretData", () => {
   it("holds the stunnel client config, the client's key and the password", () => {
     const secret = clientTransferSecretData({
@@ -141,6 +151,24 @@ describe("rsyncServerPod", () => {
     ]);
   });
 
+  it("maps a Block PVC's device into its module folder, an in-memory folder on the read-only root", () => {
+    const pod = rsyncServerPod({ ...options, runAsRoot: true, pvcs: [data, { ...logs, block: true }] });
+    const rsync = container(pod, "rsync");
+    const module = `/mnt/${moduleNameFor(logs)}`;
+    expect(rsync.volumeMounts).toContainEqual({ name: "pvc-0", mountPath: `/mnt/${moduleNameFor(data)}` });
+    expect(rsync.volumeMounts).toContainEqual({ name: "pvc-1-folder", mountPath: module });
+    expect(rsync.volumeMounts?.some((m) => m.name === "pvc-1")).toBe(false);
+    expect(rsync.volumeDevices).toEqual([{ name: "pvc-1", devicePath: `${module}/device` }]);
+    expect(pod.spec.volumes).toEqual(
+      expect.arrayContaining([
+        { name: "pvc-1", persistentVolumeClaim: { claimName: "logs" } },
+        { name: "pvc-1-folder", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+      ]),
+    );
+    expect(container(pod, "stunnel").volumeDevices).toBeUndefined();
+    expect(container(rsyncServerPod({ ...options, runAsRoot: true }), "rsync").volumeDevices).toBeUndefined();
+  });
+
   it("refuses PVCs of another namespace and chroot without root", () => {
     expect(() => rsyncServerPod({ ...options, runAsRoot: false, pvcs: [{ namespace: "other", name: "x" }] })).toThrow(/pvcs\[0\]\.namespace/);
     expect(() => rsyncServerPod({ ...options, runAsRoot: false, chroot: true })).toThrow(/chroot/);
@@ -209,6 +237,17 @@ describe("rsyncClientPod", () => {
     expect(rsync.command?.[2]).toContain("SECONDS + 30");
     expect(pod.spec.securityContext).toEqual({ fsGroup: 5, fsGroupChangePolicy: "OnRootMismatch", seccompProfile: { type: "RuntimeDefault" } });
     expect(() => rsyncClientPod({ ...options, runAsRoot: false, sourcePvc: { namespace: "x", name: "y" } })).toThrow(/sourcePvc\.namespace/);
+  });
+
+  it("Block: maps the source device read-only and copies its content as /mnt/source/device", () => {
+    const pod = rsyncClientPod({ ...options, runAsRoot: true, sourcePvc: { ...data, block: true } });
+    const rsync = container(pod, "rsync");
+    expect(rsync.volumeDevices).toEqual([{ name: "source", devicePath: "/mnt/source/device" }]);
+    expect(rsync.volumeMounts).toContainEqual({ name: "source-folder", mountPath: "/mnt/source" });
+    expect(pod.spec.volumes).toContainEqual({ name: "source", persistentVolumeClaim: { claimName: "data", readOnly: true } });
+    expect(rsync.command?.[2]).toContain(`--copy-devices --write-devices --ignore-times`);
+    expect(rsync.command?.[2]).toContain(`/mnt/source/device rsync://dvm@127.0.0.1:6443/${moduleNameFor(data)}/`);
+    expect(rsync.command?.[2]).not.toContain("--delete");
   });
 });
 

@@ -31,6 +31,29 @@ describe("rsyncClientArgs", () => {
     ]);
   });
 
+  it("copies a Block volume's device content into the device of the same name, sending only changed blocks later", () => {
+    const args = rsyncClientArgs({ ...base, sourcePath: "/mnt/source/device", blockDevice: true, preserveOwnership: true, delete: true, partial: true });
+    expect(args).toEqual([
+      "--recursive",
+      "--links",
+      "--perms",
+      "--devices",
+      "--specials",
+      "--times",
+      "--owner",
+      "--group",
+      "--copy-devices",
+      "--write-devices",
+      "--ignore-times",
+      "--human-readable",
+      "--info=COPY2,DEL2,REMOVE2,SKIP2,FLIST2,PROGRESS2,STATS2",
+      "--numeric-ids",
+      "/mnt/source/device",
+      "rsync://dvm@127.0.0.1:6443/pvc-0123456789abcdef/",
+    ]);
+    expect(() => rsyncClientArgs({ ...base, sourcePath: "/mnt/source/", blockDevice: true, preserveOwnership: true })).toThrow(/sourcePath/);
+  });
+
   it("leaves ownership out when the receiver cannot chown", () => {
     const args = rsyncClientArgs({ ...base, preserveOwnership: false });
     expect(args).not.toContain("--owner");

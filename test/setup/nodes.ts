@@ -31,6 +31,8 @@ export interface ProvidedNodes {
   storageClass: string;
   /** The plan's only routable range. */
   supernet: string;
+  /** The slot's state folder: files made here are removed by the slot's teardown (loop devices detached). */
+  stateDir: string;
 }
 
 declare module "vitest" {
@@ -67,6 +69,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     pauseImage: images.pauseImage,
     storageClass: "standard",
     supernet: nodes.plan.supernet,
+    stateDir: nodes.stateDir,
   });
   return async () => {
     await nodes.stop();

@@ -2,10 +2,18 @@
  * Helpers for tests on node-mode clusters (test/setup/nodes.ts): the node a cluster runs on, where a
  * volume's files really are, and PVCs bound to the clusters' host-path storage.
  */
+import { readFileSync } from "node:fs";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
+import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { volumeFolder as volumeFolderOf } from "../../src/local/nodes/volumes";
+import { createPhaseRunner } from "../../src/runner/phaseRunner";
+import type { PhaseRunner } from "../../src/runner/runner";
 import type { ProvidedNode, ProvidedNodes } from "../setup/nodes";
+import type { TestClusters } from "./clusters";
+import { type FreshTable, freshLedgerTable } from "./dynamo";
+import { createDvm, driveToCompletion, readDvm, requestFor } from "./migration";
 
 export function testNodes(): ProvidedNodes {
   return inject("nodes");
@@ -33,4 +41,49 @@ export async function ensureNamespace(kc: KubeConfig, name: string): Promise<voi
     .catch((error: { code?: number }) => {
       if (error.code !== 409) throw error;
     });
+}
+
+export interface NodeMigrations {
+  runner: PhaseRunner;
+  table: FreshTable;
+  /** The spec fields that send a DVM to the destination cluster over a NodePort, as root. */
+  toDestination: { destinationCluster: { kubeconfigSecretRef: { name: string } }; endpointType: "NodePort" };
+  /** Creates the DVM in the admin namespace and drives it to its end, as the relay would; returns it then. */
+  migrate(name: string, spec: Record<string, unknown>): Promise<DirectVolumeMigration>;
+  stop(): Promise<void>;
+}
+
+export const NODE_ADMIN_NAMESPACE = "dvm-system";
+
+/**
+ * What every migration test on the node clusters starts from: a fresh ledger table, the real runner with
+ * the operator's default policy (the transfer image built here as the default), the admin namespace and
+ * the destination's kubeconfig in a Secret there.
+ */
+export async function startNodeMigrations(clusters: TestClusters, nodes: ProvidedNodes, run: string): Promise<NodeMigrations> {
+  const table = await freshLedgerTable();
+  const runner = createPhaseRunner({
+    hostKubeConfig: clusters.source,
+    ledgerTableName: table.tableName,
+    dynamo: table.client,
+    leaseMs: 120_000,
+    policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage },
+  });
+  await ensureNamespace(clusters.source, NODE_ADMIN_NAMESPACE);
+  const secret = `destination-${run}`;
+  await clusters.source.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: NODE_ADMIN_NAMESPACE,
+    body: { metadata: { name: secret }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
+  });
+  return {
+    runner,
+    table,
+    toDestination: { destinationCluster: { kubeconfigSecretRef: { name: secret } }, endpointType: "NodePort" },
+    async migrate(name, spec) {
+      const dvm = await createDvm(clusters.source, NODE_ADMIN_NAMESPACE, name, spec);
+      await driveToCompletion(runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+      return readDvm(clusters.source, NODE_ADMIN_NAMESPACE, name);
+    },
+    stop: () => table.drop(),
+  };
 }

@@ -60,7 +60,13 @@ for hierarchy in /sys/fs/cgroup/*/k8s.io; do
   [ -d "$hierarchy" ] && find "$hierarchy" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 
-# 5. Anything still mounted under the state folder (nothing should be), then the folder.
+# 5. Loop devices over files of the slot: the block-volume tests' disks and the kubelet's locks on the
+#    devices it mapped into pods (both name a file under the state folder).
+losetup --list --noheadings --output NAME,BACK-FILE 2>/dev/null | while read -r device file _; do
+  case "$file" in "$state"/*) losetup --detach "$device" 2>/dev/null ;; esac
+done
+
+# 6. Anything still mounted under the state folder (nothing should be), then the folder.
 grep -F " $state" /proc/self/mountinfo 2>/dev/null | awk '{print $5}' | sort -r | while read -r mnt; do umount -l "$mnt" 2>/dev/null; done
 rm -rf "$state"
 exit 0

@@ -14,7 +14,7 @@ const execFileAsync = promisify(execFile);
 
 export const CNI_BIN_DIR = "/usr/lib/cni";
 export const NODE_BINARIES = ["kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler"] as const;
-const HOST_TOOLS = ["ip", "nsenter", "unshare", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "mount"] as const;
+const HOST_TOOLS = ["ip", "nsenter", "unshare", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "mount", "losetup"] as const;
 const CNI_PLUGINS = ["bridge", "host-local", "loopback", "portmap"] as const;
 
 /** Runs a host tool; rejects with its stderr (not just "exit 1") when it fails. */

@@ -6,23 +6,21 @@
  * they are meant to be kept) with the source's.
  */
 import { execFile } from "node:child_process";
-import { chownSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
-import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import { ABSOLUTE_LINK, ABSOLUTE_LINK_TARGET } from "../../src/local/demoData";
 import { waitFor } from "../../src/local/wait";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { type Manifest, manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { dynamoEndpoint, type FreshTable } from "../support/dynamo";
 import { createDvm, driveToCompletion, readDvm, requestFor, transferLeftovers } from "../support/migration";
-import { createBoundPvc, ensureNamespace, testNodes, volumeFolder } from "../support/nodes";
+import { createBoundPvc, ensureNamespace, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -34,21 +32,8 @@ let table: FreshTable;
 let runner: PhaseRunner;
 
 beforeAll(async () => {
-  table = await freshLedgerTable();
-  // The operator's policy as node mode sets it: dvm-system is the admin namespace, the image built here
-  // is the default transfer image.
-  runner = createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    leaseMs: 120_000,
-    policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage },
-  });
-  await ensureNamespace(clusters.source, ADMIN_NAMESPACE);
-  await clusters.source.makeApiClient(CoreV1Api).createNamespacedSecret({
-    namespace: ADMIN_NAMESPACE,
-    body: { metadata: { name: `destination-${run}` }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
-  });
+  const migrations = await startNodeMigrations(clusters, nodes, run);
+  ({ runner, table } = migrations);
 });
 
 afterAll(async () => {

@@ -7,23 +7,21 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import { quantityValue } from "../../src/dvm/quantity";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { rightSizedRequest } from "../../src/phases/targetSizing";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { dynamoEndpoint, type FreshTable } from "../support/dynamo";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
-import { createBoundPvc, ensureNamespace, testNodes, volumeFolder } from "../support/nodes";
+import { createBoundPvc, ensureNamespace, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -36,19 +34,8 @@ let table: FreshTable;
 let runner: PhaseRunner;
 
 beforeAll(async () => {
-  table = await freshLedgerTable();
-  runner = createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    leaseMs: 120_000,
-    policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage },
-  });
-  await ensureNamespace(clusters.source, ADMIN_NAMESPACE);
-  await clusters.source.makeApiClient(CoreV1Api).createNamespacedSecret({
-    namespace: ADMIN_NAMESPACE,
-    body: { metadata: { name: `destination-${run}` }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
-  });
+  const migrations = await startNodeMigrations(clusters, nodes, run);
+  ({ runner, table } = migrations);
 });
 
 afterAll(async () => {

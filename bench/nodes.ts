@@ -9,17 +9,20 @@
  * pod events would bring them), and rsync's own average rate for the
  * session (its closing "bytes/sec" line). Plain: an rsync daemon in the destination node's namespace,
  * rsync run in the source node's namespace with the same arguments our client uses, no TLS, no pods.
+ * Then a Block volume of the same size (random content on a loop device, a local PV on each node) moves
+ * the same way, as the device's content, for the Block / file system ratio through the tunnel.
  * MB/s is 10^6 bytes of data set per second.
  *
  *   npx tsx bench/nodes.ts                  # 1 GiB
  *   DVM_BENCH_NODES_MIB=256 npx tsx bench/nodes.ts
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
 import { DVM_API_VERSION, DVM_KIND } from "../src/dvm/types";
@@ -27,6 +30,7 @@ import { KINDS } from "../src/kube/objects";
 import { createLedgerClient, ensureLedgerTable } from "../src/ledger";
 import { writeDataset } from "../src/local/demoData";
 import { startDynamoLocal } from "../src/local/dynamoLocal";
+import { createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
 import { startNodeClusters } from "../src/local/nodes/clusters";
 import { ensureNodeImages } from "../src/local/nodes/images";
 import { volumeFolder } from "../src/local/nodes/volumes";
@@ -47,9 +51,19 @@ export interface NodesBenchResult {
   rsyncSessionMBps: number;
   plainSeconds: number;
   plainMBps: number;
+  /** The same size as one Block volume (a loop device), moved as the device's content. */
+  blockPhaseSeconds: number;
+  blockPhaseMBps: number;
+  blockSessionMBps: number;
 }
 
 const MiB = 1024 * 1024;
+
+interface DataPhaseTiming {
+  firstEntry?: number;
+  advancedAt?: number;
+  clientLog: string;
+}
 const mbps = (bytes: number, seconds: number) => bytes / 1e6 / seconds;
 
 export async function runNodesBench(options: { mib?: number; log?: (line: string) => void } = {}): Promise<NodesBenchResult> {
@@ -82,17 +96,15 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       credentials: { accessKeyId: "dvmlocal", secretAccessKey: "dvmlocal" },
     });
     await ensureLedgerTable(client, table);
-    let firstEntry: number | undefined;
-    let advancedAt: number | undefined;
-    let clientLog = "";
     const bodies = Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, PHASE_BODIES[phase]])) as Record<ExecutablePhaseName, PhaseBody>;
+    let timing: DataPhaseTiming = { clientLog: "" };
     bodies.RunRsyncOperations = async (ctx) => {
-      firstEntry ??= performance.now();
+      timing.firstEntry ??= performance.now();
       const outcome = await PHASE_BODIES.RunRsyncOperations(ctx);
       if (outcome.kind === "advance") {
-        advancedAt = performance.now();
+        timing.advancedAt = performance.now();
         const pods = await ctx.clusters.source.list(KINDS.Pod, "bench", { [LABEL.role]: CLIENT_ROLE });
-        for (const pod of pods) clientLog += await ctx.clusters.source.podLogs("bench", pod.metadata.name, "rsync", 200);
+        for (const pod of pods) timing.clientLog += await ctx.clusters.source.podLogs("bench", pod.metadata.name, "rsync", 200);
       }
       return outcome;
     };
@@ -104,45 +116,88 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       leaseMs: 600_000,
       policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: images.transferImage },
     });
-    const dvm = (await source
-      .kubeConfig()
-      .makeApiClient((await import("@kubernetes/client-node")).CustomObjectsApi)
-      .createNamespacedCustomObject({
-        group: "migration.openshift.io",
-        version: "v1alpha1",
+    /** One whole migration of bench/<pvc>; its data phase's wall time and rsync's closing rate. */
+    const migrate = async (name: string, pvc: string, storageClass: string) => {
+      timing = { clientLog: "" };
+      const dvm = (await source
+        .kubeConfig()
+        .makeApiClient(CustomObjectsApi)
+        .createNamespacedCustomObject({
+          group: "migration.openshift.io",
+          version: "v1alpha1",
+          namespace: "dvm-system",
+          plural: "directvolumemigrations",
+          body: {
+            apiVersion: DVM_API_VERSION,
+            kind: DVM_KIND,
+            metadata: { name, namespace: "dvm-system" },
+            spec: {
+              destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+              persistentVolumeClaims: [{ name: pvc, namespace: "bench", targetStorageClass: storageClass, targetAccessModes: ["ReadWriteOnce"] }],
+              endpointType: "NodePort",
+              runAsRoot: true,
+            },
+          },
+        })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };
+      const request = {
+        uid: dvm.metadata.uid,
         namespace: "dvm-system",
-        plural: "directvolumemigrations",
+        name,
+        generation: dvm.metadata.generation,
+        resourceVersion: dvm.metadata.resourceVersion,
+      };
+      for (let step = 0; step < 2_000; step++) {
+        const result = await runner.run(request);
+        if (result.kind === "finished" || result.kind === "gone") break;
+        const delay = "requeueAfterMs" in result ? result.requeueAfterMs : "retryAfterMs" in result ? result.retryAfterMs : 0;
+        // The relay forwards on every change of an owned pod (a client pod finishing, say); this loop
+        // stands in for it by polling at most every 250 ms instead of waiting out the requeue delay.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(delay, 250)));
+      }
+      const { firstEntry, advancedAt, clientLog } = timing;
+      if (firstEntry === undefined || advancedAt === undefined) throw new Error(`migration ${name} did not complete its data phase`);
+      const session = parseRsyncProgress(clientLog);
+      if (!session.averageBytesPerSecond) throw new Error(`no closing statistics in the client's log:\n${clientLog.slice(-500)}`);
+      return { phaseSeconds: (advancedAt - firstEntry) / 1000, sessionMBps: session.averageBytesPerSecond / 1e6 };
+    };
+
+    // Ours: a whole migration, timing the data phase and keeping the client's own closing statistics.
+    const files = await migrate("bench", "data", "standard");
+    const phaseSeconds = files.phaseSeconds;
+
+    // Ours again, a Block volume of the same size: random content on a loop device offered as a local
+    // PV on each node (src/local/nodes/blockVolumes.ts), moved as the device's content.
+    const loops: LoopVolume[] = [];
+    let block: { phaseSeconds: number; sessionMBps: number };
+    try {
+      const blockBytes = mib * MiB;
+      const folder = join(nodes.stateDir, "block");
+      loops.push(
+        await createLoopVolume(source.kubeConfig(), {
+          folder,
+          name: "bench-src",
+          sizeBytes: blockBytes,
+          nodeName: source.node.nodeName,
+          content: randomBytes(blockBytes),
+        }),
+        await createLoopVolume(destination.kubeConfig(), { folder, name: "bench-dst", sizeBytes: blockBytes, nodeName: destination.node.nodeName }),
+      );
+      await core.createNamespacedPersistentVolumeClaim({
+        namespace: "bench",
         body: {
-          apiVersion: DVM_API_VERSION,
-          kind: DVM_KIND,
-          metadata: { name: "bench", namespace: "dvm-system" },
+          metadata: { name: "disk" },
           spec: {
-            destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
-            persistentVolumeClaims: [{ name: "data", namespace: "bench", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
-            endpointType: "NodePort",
-            runAsRoot: true,
+            accessModes: ["ReadWriteOnce"],
+            volumeMode: "Block",
+            storageClassName: LOOP_STORAGE_CLASS,
+            resources: { requests: { storage: String(blockBytes) } },
           },
         },
-      })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };
-    const request = {
-      uid: dvm.metadata.uid,
-      namespace: "dvm-system",
-      name: "bench",
-      generation: dvm.metadata.generation,
-      resourceVersion: dvm.metadata.resourceVersion,
-    };
-    for (let step = 0; step < 2_000; step++) {
-      const result = await runner.run(request);
-      if (result.kind === "finished" || result.kind === "gone") break;
-      const delay = "requeueAfterMs" in result ? result.requeueAfterMs : "retryAfterMs" in result ? result.retryAfterMs : 0;
-      // The relay forwards on every change of an owned pod (a client pod finishing, say); this loop
-      // stands in for it by polling at most every 250 ms instead of waiting out the requeue delay.
-      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, 250)));
+      });
+      block = await migrate("bench-block", "disk", LOOP_STORAGE_CLASS);
+    } finally {
+      for (const loop of loops) await loop.remove();
     }
-    if (firstEntry === undefined || advancedAt === undefined) throw new Error("the migration did not complete its data phase");
-    const phaseSeconds = (advancedAt - firstEntry) / 1000;
-    const session = parseRsyncProgress(clientLog);
-    if (!session.averageBytesPerSecond) throw new Error(`no closing statistics in the client's log:\n${clientLog.slice(-500)}`);
 
     // Plain: the same arguments, daemon to client, in the same two namespaces, no TLS, no pods.
     const plainRoot = join(destination.node.tmpDir, "bench-plain");
@@ -170,15 +225,24 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
         files: data.files,
         phaseSeconds,
         phaseMBps: mbps(data.bytes, phaseSeconds),
-        rsyncSessionMBps: session.averageBytesPerSecond / 1e6,
+        rsyncSessionMBps: files.sessionMBps,
         plainSeconds,
         plainMBps: mbps(data.bytes, plainSeconds),
+        blockPhaseSeconds: block.phaseSeconds,
+        blockPhaseMBps: mbps(mib * MiB, block.phaseSeconds),
+        blockSessionMBps: block.sessionMBps,
       };
       log(`ours, data phase (RunRsyncOperations, pod start and polls included): ${result.phaseMBps.toFixed(1)} MB/s (${phaseSeconds.toFixed(1)} s)`);
       log(`ours, rsync's own session rate through the TLS tunnel: ${result.rsyncSessionMBps.toFixed(1)} MB/s`);
+      log(
+        `ours, a Block volume of the same size (${mib} MiB device): data phase ${result.blockPhaseMBps.toFixed(1)} MB/s (${block.phaseSeconds.toFixed(1)} s), rsync session ${result.blockSessionMBps.toFixed(1)} MB/s`,
+      );
       log(`plain rsync daemon <- rsync between the same two network namespaces: ${result.plainMBps.toFixed(1)} MB/s (${plainSeconds.toFixed(1)} s)`);
       log(
         `ratio, data phase / plain: ${(result.phaseMBps / result.plainMBps).toFixed(2)}; rsync session / plain: ${(result.rsyncSessionMBps / result.plainMBps).toFixed(2)} (aim: at least 0.7)`,
+      );
+      log(
+        `ratio, Block / file system through the tunnel: data phase ${(result.blockPhaseMBps / result.phaseMBps).toFixed(2)}, rsync session ${(result.blockSessionMBps / result.rsyncSessionMBps).toFixed(2)}`,
       );
       return result;
     } finally {

@@ -7,7 +7,7 @@
 import { CONDITION, type ConditionInput } from "../dvm/conditions";
 import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
-import { KINDS, type PodObject } from "../kube/objects";
+import { KINDS, type PodObject, type PvcObject, refOf } from "../kube/objects";
 import {
   liveFigures,
   parseRsyncProgress,
@@ -77,6 +77,7 @@ export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePai
 }
 
 export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
+  const block = await isBlockVolume(ctx, pair);
   return rsyncClientPod({
     name: clientPodName(ctx.dvm, pair, attempt),
     namespace: pair.from.namespace,
@@ -86,12 +87,22 @@ export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt:
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: clientSecretName(ctx, pair),
     runAsRoot: ctx.spec.runAsRoot ?? false,
-    sourcePvc: { ...pair.from, ...((await isBlockVolume(ctx, pair)) ? { block: true } : {}) },
+    sourcePvc: { ...pair.from, ...(block ? { block: true } : {}) },
     destinationPvc: pair.to,
     user: RSYNC_USER,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
-    rsync: rsyncOptionsFor(ctx.transfer, pair),
+    rsync: { ...rsyncOptionsFor(ctx.transfer, pair), ...(block && (await createdByThisMigration(ctx, pair)) ? { wholeFile: true } : {}) },
   });
+}
+
+/**
+ * The destination PVC was created by this DVM (not adopted from an earlier Stage): a new device holds
+ * nothing worth comparing, so a Block volume's first pass sends the content whole, and later Stages
+ * compare blocks and send only those that changed.
+ */
+async function createdByThisMigration(ctx: PhaseContext, pair: VolumePair): Promise<boolean> {
+  const target = await ctx.clusters.destination.get<PvcObject>(refOf("PersistentVolumeClaim", pair.to.namespace, pair.to.name));
+  return target?.metadata.labels?.[LABEL.dvmUid] === ctx.dvm.uid;
 }
 
 function attemptOf(pod: PodObject): number {

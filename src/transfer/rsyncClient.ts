@@ -27,6 +27,11 @@ export interface RsyncClientOptions {
    * content. --delete, --partial and --hard-links do not apply to one device and are left out.
    */
   blockDevice?: boolean;
+  /**
+   * --whole-file: send the content without comparing it to what the destination holds. For a Block
+   * volume whose destination device is new, where comparing only costs both sides a full read.
+   */
+  wholeFile?: boolean;
   /** The destination module (see `moduleNameFor`). */
   module: string;
   user: string;
@@ -159,6 +164,7 @@ export function rsyncClientArgs(options: RsyncClientOptions): string[] {
     ...COPY_OPTIONS,
     ...(options.preserveOwnership ? ["--owner", "--group"] : []),
     ...(block ? ["--copy-devices", "--write-devices", "--ignore-times"] : []),
+    ...(options.wholeFile ? ["--whole-file"] : []),
     ...((options.hardLinks ?? true) && !block ? ["--hard-links"] : []),
     ...((options.delete ?? true) && !block ? ["--delete"] : []),
     ...((options.partial ?? true) && !block ? ["--partial"] : []),

@@ -12,6 +12,7 @@ import { defaultBinDir } from "../../src/local/controlPlane";
 import { startNodeClusters } from "../../src/local/nodes/clusters";
 import { nodeModeSupport } from "../../src/local/nodes/host";
 import { ensureNodeImages } from "../../src/local/nodes/images";
+import type { SlotPlan } from "../../src/local/nodes/plan";
 import type { ProvidedCluster } from "./clusters";
 
 export interface ProvidedNode {
@@ -31,6 +32,9 @@ export interface ProvidedNodes {
   storageClass: string;
   /** The plan's only routable range. */
   supernet: string;
+  /** The slot's addresses, and its state folder (what a test adds to the network is registered there). */
+  plan: SlotPlan;
+  stateDir: string;
 }
 
 declare module "vitest" {
@@ -67,6 +71,8 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     pauseImage: images.pauseImage,
     storageClass: "standard",
     supernet: nodes.plan.supernet,
+    plan: nodes.plan,
+    stateDir: nodes.stateDir,
   });
   return async () => {
     await nodes.stop();

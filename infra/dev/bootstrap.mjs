@@ -29,6 +29,8 @@ class SetupError extends Error {}
 export const PACKAGES = [
   { name: "rsync", commands: ["rsync"], for: "test" },
   { name: "stunnel4", commands: ["stunnel4", "stunnel"], for: "test" },
+  // The HTTP CONNECT proxy between the node clusters in test/nodes/proxy.test.ts.
+  { name: "tinyproxy", commands: ["tinyproxy"], for: "test" },
   { name: "openssl", commands: ["openssl"], for: "test" },
   { name: "shellcheck", commands: ["shellcheck"], for: "test" },
   { name: "openjdk-17-jre-headless", commands: ["java"], for: "dynamo" },

@@ -49,6 +49,8 @@ export const ENV = {
   rsyncExtraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
   transferMaxCpu: "DVM_TRANSFER_MAX_CPU",
   transferMaxMemory: "DVM_TRANSFER_MAX_MEMORY",
+  // The HTTP CONNECT proxy the stunnel clients tunnel through (upstream's STUNNEL_TCP_PROXY); a DVM cannot set it.
+  stunnelTcpProxy: "DVM_STUNNEL_TCP_PROXY",
   // The phase function's outgoing events.
   eventsSink: "DVM_EVENTS_SINK",
   eventsBusName: "DVM_EVENTS_BUS_NAME",

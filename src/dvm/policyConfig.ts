@@ -17,11 +17,16 @@
  *   DVM_RSYNC_EXTRA_OPTIONS     comma-separated "--name" / "--name=" a DVM may add. Set but empty: none.
  *   DVM_TRANSFER_MAX_CPU, DVM_TRANSFER_MAX_MEMORY
  *                               the most any request or limit of a transfer pod's rsync may be. Unset: none.
+ *   DVM_STUNNEL_TCP_PROXY       "http://host:port" or "http://user:password@host:port": the HTTP CONNECT
+ *                               proxy the stunnel clients tunnel through. Unset: they dial directly.
+ *                               A secret when it has credentials: no message here ever repeats it.
  */
 import { z } from "zod";
 import { parseAllowList } from "../allowList";
 import { ENV, type Environment, parseEnvironment } from "../config/environment";
 import { ConfigurationError } from "../config/error";
+import { configValue, hostName, TransferConfigError } from "../transfer/configText";
+import { ProxyCredentials, type StunnelProxy } from "../transfer/stunnel";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "./policy";
 import { QUANTITY_PATTERN } from "./quantity";
 import { extraOptionEntryProblem, type TransferPolicy } from "./transferPolicy";
@@ -41,6 +46,7 @@ export const POLICY_ENV = {
   extraOptions: ENV.rsyncExtraOptions,
   maxCpu: ENV.transferMaxCpu,
   maxMemory: ENV.transferMaxMemory,
+  tcpProxy: ENV.stunnelTcpProxy,
 } as const;
 
 const namespacePattern = z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9][-a-z0-9]*\*)$/, 'must be a namespace name or a "prefix*"');
@@ -83,6 +89,76 @@ const extraOptionEntry = z.string().superRefine((entry, ctx) => {
   const problem = extraOptionEntryProblem(entry);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
+const PROXY_FORM = '"http://host:port" or "http://user:password@host:port"';
+
+/**
+ * The proxy of DVM_STUNNEL_TCP_PROXY, or why the value cannot be one. The reason never quotes the value
+ * (it may hold a password), only the part that is wrong.
+ */
+export function parseProxyUrl(text: string): StunnelProxy | string {
+  // The URL parser would drop tabs and line breaks silently; a value that has them is refused instead.
+  if (/[\u0000-\u0020\u007f]/.test(text))
+    return `must not contain blanks, control characters or line breaks (percent-encode them in a password): ${PROXY_FORM}`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return `must be a URL, ${PROXY_FORM}`;
+  }
+  if (url.protocol !== "http:") return `must be an http:// URL (an HTTP CONNECT proxy), ${PROXY_FORM}`;
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "") return `must have no path, query or fragment: ${PROXY_FORM}`;
+  // An IPv6 literal comes bracketed; stunnel's connect takes it bare.
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = url.port === "" ? 80 : Number(url.port);
+  try {
+    hostName("host", host);
+  } catch (error) {
+    return error instanceof TransferConfigError ? "must name the proxy by a host name or IP address" : String(error);
+  }
+  if (url.username === "" && url.password === "") return { host, port };
+  if (url.username === "" || url.password === "") return "must give both a user name and a password, or neither";
+  let username: string;
+  let password: string;
+  try {
+    username = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    return "must percent-encode the user name and password correctly";
+  }
+  if (username.includes(":")) return "must not have ':' in the user name";
+  for (const [field, value] of [
+    ["user name", username],
+    ["password", password],
+  ] as const) {
+    try {
+      configValue(field, value);
+    } catch (error) {
+      // The reason only ("must not contain control characters or line breaks"), never the value.
+      return `${field}: ${error instanceof TransferConfigError ? error.message.slice(field.length + 2) : "is not valid"}`;
+    }
+  }
+  return { host, port, credentials: new ProxyCredentials(username, password) };
+}
+
+/** The value of DVM_STUNNEL_TCP_PROXY that parseProxyUrl reads back as `proxy` (credentials included). */
+export function proxyUrl(proxy: StunnelProxy): string {
+  const host = proxy.host.includes(":") ? `[${proxy.host}]` : proxy.host;
+  const credentials = proxy.credentials ? `${encodeURIComponent(proxy.credentials.username)}:${encodeURIComponent(proxy.credentials.password())}@` : "";
+  return `http://${credentials}${host}:${proxy.port}`;
+}
+
+const proxySetting = z.preprocess(
+  unsetIfBlank,
+  z
+    .string()
+    .transform((text, ctx) => {
+      const proxy = parseProxyUrl(text);
+      if (typeof proxy !== "string") return proxy;
+      ctx.addIssue({ code: "custom", message: proxy });
+      return z.NEVER;
+    })
+    .optional(),
+);
 const transferDefaults = DEFAULT_MIGRATION_POLICY.transfer;
 
 /** The policy's part of a deployable's environment schema (the phase function's, the local controller's). */
@@ -103,6 +179,7 @@ export const POLICY_ENV_SHAPE = {
   [POLICY_ENV.extraOptions]: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
   [POLICY_ENV.maxCpu]: quantitySetting,
   [POLICY_ENV.maxMemory]: quantitySetting,
+  [POLICY_ENV.tcpProxy]: proxySetting,
 };
 
 type PolicyEnvironment = z.output<z.ZodObject<typeof POLICY_ENV_SHAPE>>;
@@ -119,6 +196,7 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
   const maxBandwidth = e[POLICY_ENV.maxBandwidth];
   const maxCpu = e[POLICY_ENV.maxCpu];
   const maxMemory = e[POLICY_ENV.maxMemory];
+  const tcpProxy = e[POLICY_ENV.tcpProxy];
   return {
     delete: e[POLICY_ENV.transferDelete],
     partial: e[POLICY_ENV.transferPartial],
@@ -131,6 +209,7 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
     ...(maxCpu !== undefined || maxMemory !== undefined
       ? { maxResources: { ...(maxCpu !== undefined ? { cpu: maxCpu } : {}), ...(maxMemory !== undefined ? { memory: maxMemory } : {}) } }
       : {}),
+    ...(tcpProxy !== undefined ? { tcpProxy } : {}),
   };
 }
 
@@ -166,5 +245,6 @@ export function policyEnv(policy: MigrationPolicy): Record<string, string> {
     ...(transfer.maxBandwidthLimitKiBPerSecond !== undefined ? { [POLICY_ENV.maxBandwidth]: String(transfer.maxBandwidthLimitKiBPerSecond) } : {}),
     ...(transfer.maxResources?.cpu !== undefined ? { [POLICY_ENV.maxCpu]: transfer.maxResources.cpu } : {}),
     ...(transfer.maxResources?.memory !== undefined ? { [POLICY_ENV.maxMemory]: transfer.maxResources.memory } : {}),
+    ...(transfer.tcpProxy !== undefined ? { [POLICY_ENV.tcpProxy]: proxyUrl(transfer.tcpProxy) } : {}),
   };
 }

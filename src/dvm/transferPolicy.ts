@@ -6,6 +6,7 @@
  */
 import { DEFAULT_RSYNC_RESOURCES } from "../transfer/pods";
 import { reservedRsyncOption } from "../transfer/rsyncClient";
+import type { StunnelProxy } from "../transfer/stunnel";
 import { quantityValue } from "./quantity";
 import type { DvmSpec, TransferOptions } from "./types";
 
@@ -28,6 +29,11 @@ export interface TransferPolicy {
   extraOptions: readonly string[];
   /** The most any request or limit of a transfer pod's rsync container may be. Unset: no maximum. */
   maxResources?: { cpu?: string; memory?: string };
+  /**
+   * The HTTP CONNECT proxy every stunnel client dials to reach the destination (DVM_STUNNEL_TCP_PROXY).
+   * The operator's alone: no field of a DVM sets or overrides it. Unset: the clients dial directly.
+   */
+  tcpProxy?: StunnelProxy;
 }
 
 /** Options that change only how this DVM's own data is copied, not where it goes or what runs. */
@@ -76,6 +82,8 @@ export interface TransferSettings {
   maxConcurrentVolumes: number;
   /** Unset: the pods' defaults (src/transfer/pods.ts). */
   resources?: TransferResources;
+  /** The operator's proxy (TransferPolicy.tcpProxy), as it is: never from the spec. */
+  tcpProxy?: StunnelProxy;
 }
 
 export interface TransferViolation {
@@ -160,5 +168,6 @@ export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationT
     extraOptions: [...(options.extraOptions ?? [])],
     maxConcurrentVolumes: Math.min(options.maxConcurrentVolumes ?? policy.concurrentVolumes, policy.maxConcurrentVolumes),
     ...(resources ? { resources } : {}),
+    ...(policy.tcpProxy ? { tcpProxy: policy.tcpProxy } : {}),
   };
 }

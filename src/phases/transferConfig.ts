@@ -1,7 +1,8 @@
 /**
  * CreateRsyncConfig and CreateStunnelConfig: the rsync password and the migration's PKI are created once
  * on the host (create-or-adopt, so a repeated phase reuses them), then rendered into one transfer Secret
- * per destination namespace (server side) and one per volume on the source (client side).
+ * per destination namespace (server side) and one per volume on the source (client side). The client
+ * side dials the operator's HTTP CONNECT proxy when the policy names one (DVM_STUNNEL_TCP_PROXY).
  */
 import { KINDS, type KubeObject, refOf } from "../kube/objects";
 import { clientTransferSecretData, generateRsyncPassword, generateTransferPki, serverTransferSecretData, type TransferPki, transferSecret } from "../transfer";
@@ -103,7 +104,15 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
     const address = await endpointAddress(ctx, pair.to.namespace);
     // The endpoint was ready one phase ago; if it lost its address since, wait for it again.
     if ("pending" in address) return wait(`endpoint of ${pair.to.namespace}: ${address.pending}`);
-    const data = clientTransferSecretData({ password, pki, endpointHost: address.host, endpointPort: address.port, checkHost: TRANSFER_SERVER_NAME });
+    // Through the operator's HTTP CONNECT proxy, if any: its credentials go into this Secret only.
+    const data = clientTransferSecretData({
+      password,
+      pki,
+      endpointHost: address.host,
+      endpointPort: address.port,
+      checkHost: TRANSFER_SERVER_NAME,
+      ...(ctx.transfer.tcpProxy ? { proxy: ctx.transfer.tcpProxy } : {}),
+    });
     await source.ensure(
       transferSecret({ name: clientSecretName(ctx, pair), namespace: pair.from.namespace, labels: transferLabels(ctx.dvm, "rsync-client"), data }),
     );

@@ -8,7 +8,7 @@ import { TransferConfigError } from "./configText";
 import { rsyncSecretsFile } from "./credentials";
 import { configFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
 import { moduleNameFor, RSYNC_DAEMON_DEFAULT_PORT, type RsyncdOptions, rsyncdConfig } from "./rsyncd";
-import { type StunnelLogLevel, stunnelClientConfig, stunnelServerConfig } from "./stunnel";
+import { type StunnelLogLevel, type StunnelProxy, stunnelClientConfig, stunnelServerConfig } from "./stunnel";
 
 export const STUNNEL_DEFAULT_PORT = 6443;
 /** The stunnel client sidecar's loopback listener that rsync connects to. */
@@ -92,6 +92,11 @@ export interface ClientTransferSecretOptions {
   checkHost?: string;
   /** Where the sidecar listens for rsync on loopback. Default 6443. */
   localPort?: number;
+  /**
+   * The operator's HTTP CONNECT proxy to reach the endpoint through (DVM_STUNNEL_TCP_PROXY). Its
+   * credentials, if any, are written into stunnel.conf here and nowhere else.
+   */
+  proxy?: StunnelProxy;
   stunnelLogLevel?: StunnelLogLevel;
   paths?: Partial<TransferPaths>;
 }
@@ -105,6 +110,7 @@ export function clientTransferSecretData(options: ClientTransferSecretOptions): 
       connectHost: options.endpointHost,
       connectPort: options.endpointPort,
       ...(options.checkHost ? { checkHost: options.checkHost } : {}),
+      ...(options.proxy ? { proxy: options.proxy } : {}),
       certPath: configFile(paths, SECRET_KEY.cert),
       keyPath: configFile(paths, SECRET_KEY.key),
       caPath: configFile(paths, SECRET_KEY.ca),

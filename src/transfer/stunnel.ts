@@ -5,12 +5,17 @@
  * the migration's CA, the client requires the server certificate chained to the same CA and naming
  * the host it expects. Logging stays at `info`: connections, the negotiated protocol and peer
  * verification results, no key material (stunnel never logs keys).
+ *
+ * Behind an HTTP CONNECT proxy (the operator's DVM_STUNNEL_TCP_PROXY, upstream's STUNNEL_TCP_PROXY) the
+ * client dials the proxy (`connect`), asks it for the server (`protocol = connect`, `protocolHost`),
+ * and only then starts TLS: the certificate checks and SNI still name the server, never the proxy.
  */
 import {
   absolutePath,
   configValue,
   hostName,
   stunnelHostPort as hostPort,
+  hostPort as httpHostPort,
   isIpAddress,
   shellQuote as q,
   renderSettings,
@@ -57,6 +62,34 @@ export interface StunnelServerOptions extends StunnelCommonOptions {
   connectPort: number;
 }
 
+/**
+ * The proxy's user name and password (HTTP basic). The password is kept in a private field: it is not
+ * in JSON.stringify's output nor in util.inspect's, so a policy or context that is logged does not
+ * carry it. Only the stunnel config (which lives in the transfer Secret) and policyEnv read it.
+ */
+export class ProxyCredentials {
+  readonly #password: string;
+  constructor(
+    readonly username: string,
+    password: string,
+  ) {
+    this.#password = password;
+  }
+  password(): string {
+    return this.#password;
+  }
+  toJSON(): { username: string; password: string } {
+    return { username: this.username, password: "<redacted>" };
+  }
+}
+
+/** An HTTP CONNECT proxy between the client and the server (stunnel's `protocol = connect`). */
+export interface StunnelProxy {
+  host: string;
+  port: number;
+  credentials?: ProxyCredentials;
+}
+
 export interface StunnelClientOptions extends StunnelCommonOptions {
   /** Where the rsync client connects in plain text. Default 127.0.0.1 (loopback only). */
   acceptHost?: string;
@@ -70,6 +103,8 @@ export interface StunnelClientOptions extends StunnelCommonOptions {
    * as a NodePort or a load balancer.
    */
   checkHost?: string;
+  /** Dial this proxy and CONNECT through it to connectHost:connectPort. Default: dial directly. */
+  proxy?: StunnelProxy;
 }
 
 export function stunnelServerConfig(options: StunnelServerOptions): string {
@@ -88,17 +123,43 @@ export function stunnelServerConfig(options: StunnelServerOptions): string {
 
 export function stunnelClientConfig(options: StunnelClientOptions): string {
   const connectHost = hostName("connectHost", options.connectHost);
+  const connectPort = tcpPort("connectPort", options.connectPort);
   const expected = options.checkHost ?? connectHost;
+  const { proxy } = options;
+  // A TLS-passthrough Route picks the backend by SNI, so it carries the dialled name (not checkHost).
+  // Through a proxy it is set either way (empty: none), so stunnel never sends the proxy's name.
+  const sni = isIpAddress(connectHost) ? (proxy ? "" : undefined) : connectHost;
   return render(options, [
     ["client", "yes"],
     ["accept", hostPort(hostName("acceptHost", options.acceptHost ?? "127.0.0.1"), tcpPort("acceptPort", options.acceptPort))],
-    ["connect", hostPort(connectHost, tcpPort("connectPort", options.connectPort))],
+    // The proxy is sent the server verbatim in "CONNECT host:port": an IPv6 literal goes in brackets.
+    ...(proxy ? proxySettings(proxy, httpHostPort(connectHost, connectPort)) : [["connect", hostPort(connectHost, connectPort)] as const]),
     ["verifyChain", "yes"],
     // Without a subject check any certificate of the CA would do; pin the server's own name.
     isIpAddress(expected) ? ["checkIP", hostName("checkHost", expected)] : ["checkHost", hostName("checkHost", expected)],
-    // A TLS-passthrough Route picks the backend by SNI, so it carries the dialled name (not checkHost).
-    ["sni", isIpAddress(connectHost) ? undefined : connectHost],
+    ["sni", sni],
   ]);
+}
+
+/** `connect` to the proxy, then an HTTP CONNECT for `server` (with basic authentication if any). */
+function proxySettings(proxy: StunnelProxy, server: string): Array<readonly [string, string | undefined]> {
+  const settings: Array<readonly [string, string | undefined]> = [
+    ["connect", hostPort(hostName("proxy.host", proxy.host), tcpPort("proxy.port", proxy.port))],
+    ["protocol", "connect"],
+    ["protocolHost", server],
+  ];
+  if (proxy.credentials) {
+    const username = configValue("proxy.username", proxy.credentials.username);
+    // Basic authentication sends "user:password": a colon in the user name would split it elsewhere.
+    if (username.includes(":")) throw new TransferConfigError("proxy.username", "must not contain ':'");
+    settings.push(
+      ["protocolAuthentication", "basic"],
+      ["protocolUsername", username],
+      // Never echoed in an error: configValue names the field only.
+      ["protocolPassword", configValue("proxy.password", proxy.credentials.password())],
+    );
+  }
+  return settings;
 }
 
 function render(options: StunnelCommonOptions, endpoint: ReadonlyArray<readonly [string, string | undefined]>): string {
@@ -124,7 +185,7 @@ function render(options: StunnelCommonOptions, endpoint: ReadonlyArray<readonly 
     ["TIMEOUTclose", "0"],
     ["socket", "l:TCP_NODELAY=1"],
     ["socket", "r:TCP_NODELAY=1"],
-  ]);
+  ]).map((line) => line.replace(/ = $/, " ="));
   return ["; Generated by the DVM controller (src/transfer/stunnel.ts). Edits are overwritten.", ...global, "", `[${service}]`, ...section, ""].join("\n");
 }
 

@@ -12,6 +12,7 @@ import { defaultBinDir } from "../../src/local/controlPlane";
 import { startNodeClusters } from "../../src/local/nodes/clusters";
 import { nodeModeSupport } from "../../src/local/nodes/host";
 import { ensureNodeImages } from "../../src/local/nodes/images";
+import type { SlotPlan } from "../../src/local/nodes/plan";
 import type { ProvidedCluster } from "./clusters";
 
 export interface ProvidedNode {
@@ -31,7 +32,12 @@ export interface ProvidedNodes {
   storageClass: string;
   /** The plan's only routable range. */
   supernet: string;
-  /** The slot's state folder: files made here are removed by the slot's teardown (loop devices detached). */
+  /** The slot's addresses. */
+  plan: SlotPlan;
+  /**
+   * The slot's state folder: what a test adds is registered or kept there, so the slot's teardown removes
+   * it (network namespaces listed in plan.env, loop devices over files in it).
+   */
   stateDir: string;
 }
 
@@ -69,6 +75,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     pauseImage: images.pauseImage,
     storageClass: "standard",
     supernet: nodes.plan.supernet,
+    plan: nodes.plan,
     stateDir: nodes.stateDir,
   });
   return async () => {

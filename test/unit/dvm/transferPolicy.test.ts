@@ -1,4 +1,6 @@
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
+import { ConfigurationError } from "../../../src/config/error";
 import { DEFAULT_MIGRATION_POLICY, policyViolations } from "../../../src/dvm/policy";
 import { parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
 import { quantityValue } from "../../../src/dvm/quantity";
@@ -177,6 +179,78 @@ describe("the operator's transfer settings in the environment", () => {
       [{ DVM_RSYNC_EXTRA_OPTIONS: "-z" }, /DVM_RSYNC_EXTRA_OPTIONS\[0\]: "-z" must be/],
     ];
     for (const [env, message] of bad) expect(() => parsePolicyEnv(env)).toThrow(message);
+  });
+});
+
+describe("the operator's stunnel proxy (DVM_STUNNEL_TCP_PROXY)", () => {
+  const proxyOf = (value: string) => parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: value }).transfer.tcpProxy;
+
+  it("is unset by default, and blank is unset", () => {
+    expect(parsePolicyEnv({}).transfer.tcpProxy).toBeUndefined();
+    expect(proxyOf("  ")).toBeUndefined();
+  });
+
+  it("reads http://host:port (port 80 when left out, IPv6 in brackets)", () => {
+    expect(proxyOf(" http://proxy.corp.example:3128 ")).toEqual({ host: "proxy.corp.example", port: 3128 });
+    expect(proxyOf("http://198.18.0.200:3128/")).toEqual({ host: "198.18.0.200", port: 3128 });
+    expect(proxyOf("http://proxy.corp.example")).toEqual({ host: "proxy.corp.example", port: 80 });
+    expect(proxyOf("http://[fd00::1]:8080")).toEqual({ host: "fd00::1", port: 8080 });
+  });
+
+  it("reads percent-encoded credentials and round-trips them through policyEnv", () => {
+    const policy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm%40corp:s3cret%3Ax%20y@proxy.corp.example:3128" });
+    const proxy = policy.transfer.tcpProxy;
+    expect(proxy).toMatchObject({ host: "proxy.corp.example", port: 3128, credentials: { username: "dvm@corp" } });
+    expect(proxy?.credentials?.password()).toBe("s3cret:x y");
+    const again = parsePolicyEnv(policyEnv(policy)).transfer.tcpProxy;
+    expect(again).toEqual(proxy);
+    expect(again?.credentials?.password()).toBe("s3cret:x y");
+    // What might be logged of the policy (JSON, util.inspect) never has the password.
+    expect(JSON.stringify(policy)).not.toContain("s3cret");
+    expect(inspect(policy, { depth: 10 })).not.toContain("s3cret");
+  });
+
+  it("refuses a bad value with a ConfigurationError naming the variable, never repeating the value", () => {
+    const bad: [string, RegExp][] = [
+      ["proxy.corp.example:3128", /must be an http:\/\/ URL/],
+      ["not a url", /blanks/],
+      ["//proxy.corp.example:3128", /must be a URL/],
+      ["https://proxy.corp.example:3128", /must be an http:\/\/ URL/],
+      ["socks5://proxy.corp.example:1080", /must be an http:\/\/ URL/],
+      ["http://proxy.corp.example:3128/path", /no path, query or fragment/],
+      ["http://proxy.corp.example:3128?x=1", /no path, query or fragment/],
+      ["http://proxy.corp.example:99999", /must be a URL/],
+      ["http://s3cret@proxy.corp.example:3128", /both a user name and a password/],
+      ["http://dvm:s3cret\n@proxy.corp.example:3128", /line breaks/],
+      ["http://dvm:s3cret%0AverifyChain%20%3D%20no@proxy.corp.example:3128", /password: must not contain control characters or line breaks/],
+      ["http://dvm%3Ax:s3cret@proxy.corp.example:3128", /':' in the user name/],
+      ["http://dvm:%20s3cret@proxy.corp.example:3128", /password: must not start or end with whitespace/],
+      ["http://dvm:s3cret%ZZ@proxy.corp.example:3128", /must be a URL|percent-encode/],
+    ];
+    for (const [value, message] of bad) {
+      let error: unknown;
+      try {
+        parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: value });
+      } catch (e) {
+        error = e;
+      }
+      expect({ value, error }).toMatchObject({ value, error: expect.any(ConfigurationError) });
+      expect((error as ConfigurationError).variable).toBe("DVM_STUNNEL_TCP_PROXY");
+      expect((error as Error).message).toMatch(/^migration policy: DVM_STUNNEL_TCP_PROXY: /);
+      expect((error as Error).message).toMatch(message);
+      expect((error as Error).message).not.toContain("s3cret");
+    }
+  });
+
+  it("reaches the transfer settings of every DVM, and no DVM can set it", () => {
+    const operatorPolicy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://proxy.corp.example:3128" }).transfer;
+    expect(transferSettingsFor(parsedSpec({ verify: true }), operatorPolicy).tcpProxy).toEqual({ host: "proxy.corp.example", port: 3128 });
+    expect(transferSettingsFor(parsedSpec(undefined), DEFAULT_TRANSFER_POLICY).tcpProxy).toBeUndefined();
+    // The spec has no such field: a DVM's own (pruned by the CRD, dropped by the parser) changes nothing.
+    const asked = parsedSpec({ verify: true, tcpProxy: "http://elsewhere:3128" });
+    expect(asked.transfer).toEqual({ verify: true });
+    expect(transferSettingsFor(asked, operatorPolicy).tcpProxy).toEqual({ host: "proxy.corp.example", port: 3128 });
+    expect(transferSettingsFor(asked, DEFAULT_TRANSFER_POLICY).tcpProxy).toBeUndefined();
   });
 });
 

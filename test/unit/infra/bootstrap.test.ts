@@ -46,6 +46,7 @@ describe("bootstrap", () => {
         "runc",
         "shellcheck",
         "stunnel4",
+        "tinyproxy",
         "umoci",
       ].sort(),
     );

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
+import { parsePolicyEnv } from "../../../src/dvm/policyConfig";
 import { KINDS } from "../../../src/kube/objects";
 import { createRsyncEndpoint } from "../../../src/phases/endpoint";
 import { clientPodName, LABEL, transferNames } from "../../../src/phases/names";
@@ -15,8 +17,8 @@ function decode(object: unknown, key: string) {
   return secret?.stringData?.[key] ?? (secret?.data?.[key] ? Buffer.from(secret.data[key]!, "base64").toString() : undefined);
 }
 
-async function configured(spec: unknown = TWO_NAMESPACE_SPEC) {
-  const setup = fakeContext(spec, { sameCluster: false });
+async function configured(spec: unknown = TWO_NAMESPACE_SPEC, policy = DEFAULT_MIGRATION_POLICY) {
+  const setup = fakeContext(spec, { sameCluster: false, policy });
   await createRsyncEndpoint(setup.ctx);
   for (const ns of new Set(setup.ctx.volumes.map((v) => v.to.namespace))) {
     setup.destination.mutate(
@@ -52,6 +54,25 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     expect(decode(client, "stunnel.conf")).toMatch(/checkHost = rsync-server\.dvm\.local/);
     expect(decode(client, "tls.key")).not.toBe(decode(server, "tls.key"));
     expect(client?.metadata.labels?.[LABEL.transfer]).toBe("true");
+    expect(decode(client, "stunnel.conf")).not.toContain("protocol");
+  });
+
+  it("points every client at the operator's proxy, its credentials in the client Secrets only", async () => {
+    const policy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+    const { ctx, host, source, destination } = await configured(TWO_NAMESPACE_SPEC, policy);
+    await createRsyncConfig(ctx);
+    await createStunnelConfig(ctx);
+    for (const pair of ctx.volumes) {
+      const conf = decode(await source.get({ ...KINDS.Secret, namespace: pair.from.namespace, name: clientSecretName(ctx, pair) }), "stunnel.conf");
+      expect(conf).toContain(
+        "connect = proxy.corp.example:3128\nprotocol = connect\nprotocolHost = 10.0.0.9:6443\nprotocolAuthentication = basic\nprotocolUsername = dvm\nprotocolPassword = hunter2\n",
+      );
+      expect(conf).toContain("checkHost = rsync-server.dvm.local");
+    }
+    const server = await destination.get({ ...KINDS.Secret, namespace: "shop", name: transferNames(ctx.dvm).rsyncServerSecret });
+    expect(JSON.stringify(server)).not.toContain("hunter2");
+    expect(JSON.stringify(await host.list(KINDS.Secret, ctx.dvm.namespace, {}))).not.toContain("hunter2");
+    expect(JSON.stringify(ctx)).not.toContain("hunter2");
   });
 });
 

@@ -1,5 +1,8 @@
-import { describe, expect, it } from "vitest";
-import { stunnelClientConfig, stunnelServerConfig, stunnelSidecarScript } from "../../../src/transfer/stunnel";
+import { inspect } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { generateTransferPki, type TransferPki } from "../../../src/transfer/certificates";
+import { clientTransferSecretData } from "../../../src/transfer/secrets";
+import { ProxyCredentials, stunnelClientConfig, stunnelServerConfig, stunnelSidecarScript } from "../../../src/transfer/stunnel";
 
 const files = { certPath: "/etc/dvm-transfer/tls.crt", keyPath: "/etc/dvm-transfer/tls.key", caPath: "/etc/dvm-transfer/ca.crt" };
 
@@ -100,6 +103,119 @@ describe("stunnelClientConfig", () => {
     const byIp = stunnelClientConfig({ acceptPort: 1, connectHost: "10.0.0.7", connectPort: 30443, ...files });
     expect(byIp).toContain("checkIP = 10.0.0.7\n");
     expect(byIp).not.toContain("sni =");
+  });
+});
+
+describe("stunnelClientConfig through an HTTP CONNECT proxy", () => {
+  const proxy = { host: "proxy.corp.example", port: 3128 };
+
+  it("dials the proxy, CONNECTs to the server, and still verifies and names the server", () => {
+    const config = stunnelClientConfig({
+      acceptPort: 6443,
+      connectHost: "dvm-rsync-ns.apps.example.com",
+      connectPort: 443,
+      checkHost: "rsync-server.dvm.local",
+      proxy,
+      ...files,
+    });
+    expect(section(config, "rsync").slice(0, 8)).toEqual([
+      "client = yes",
+      "accept = 127.0.0.1:6443",
+      "connect = proxy.corp.example:3128",
+      "protocol = connect",
+      "protocolHost = dvm-rsync-ns.apps.example.com:443",
+      "verifyChain = yes",
+      "checkHost = rsync-server.dvm.local",
+      "sni = dvm-rsync-ns.apps.example.com",
+    ]);
+    expect(config).not.toContain("protocolUsername");
+    expect(config).not.toContain("protocolPassword");
+  });
+
+  it("to an address: checkIP of the server, no SNI at all (never the proxy's name), IPv6 in brackets for CONNECT", () => {
+    const byIp = section(stunnelClientConfig({ acceptPort: 1, connectHost: "198.18.0.11", connectPort: 30443, proxy, ...files }), "rsync");
+    expect(byIp).toContain("protocolHost = 198.18.0.11:30443");
+    expect(byIp).toContain("checkIP = 198.18.0.11");
+    expect(byIp).toContain("sni =");
+    expect(byIp.join("\n")).not.toMatch(/(checkHost|checkIP|sni) = proxy/);
+    const v6 = section(
+      stunnelClientConfig({ acceptPort: 1, connectHost: "fd00::7", connectPort: 30443, proxy: { host: "fd00::1", port: 8080 }, ...files }),
+      "rsync",
+    );
+    expect(v6).toContain("connect = fd00::1:8080");
+    expect(v6).toContain("protocolHost = [fd00::7]:30443");
+  });
+
+  it("sends basic credentials when the proxy has them", () => {
+    const config = stunnelClientConfig({
+      acceptPort: 1,
+      connectHost: "10.0.0.7",
+      connectPort: 30443,
+      proxy: { ...proxy, credentials: new ProxyCredentials("dvm", "s3cret;#pw") },
+      ...files,
+    });
+    expect(section(config, "rsync")).toEqual(
+      expect.arrayContaining(["protocolAuthentication = basic", "protocolUsername = dvm", "protocolPassword = s3cret;#pw"]),
+    );
+  });
+
+  it("refuses proxy values that would break the file, naming the field and never echoing the password", () => {
+    const withProxy = (p: Record<string, unknown>) => () =>
+      stunnelClientConfig({ acceptPort: 1, connectHost: "h", connectPort: 1, proxy: { ...proxy, ...p }, ...files });
+    expect(withProxy({ host: "proxy\nverifyChain = no" })).toThrow(/proxy\.host/);
+    expect(withProxy({ host: "a b" })).toThrow(/proxy\.host/);
+    expect(withProxy({ port: 0 })).toThrow(/proxy\.port/);
+    expect(withProxy({ port: 70000 })).toThrow(/proxy\.port/);
+    expect(withProxy({ credentials: new ProxyCredentials("a:b", "pw") })).toThrow(/proxy\.username.*':'/);
+    expect(withProxy({ credentials: new ProxyCredentials("a\nb", "pw") })).toThrow(/proxy\.username/);
+    let error: unknown;
+    try {
+      withProxy({ credentials: new ProxyCredentials("dvm", "hunter2\nverifyChain = no") })();
+    } catch (e) {
+      error = e;
+    }
+    expect(String(error)).toMatch(/proxy\.password: must not contain control characters or line breaks/);
+    expect(String(error)).not.toContain("hunter2");
+  });
+
+  it("keeps the password out of JSON and util.inspect", () => {
+    const credentials = new ProxyCredentials("dvm", "hunter2");
+    expect(credentials.password()).toBe("hunter2");
+    expect(JSON.stringify({ proxy: { ...proxy, credentials } })).not.toContain("hunter2");
+    expect(inspect({ proxy: { ...proxy, credentials } }, { depth: 10 })).not.toContain("hunter2");
+  });
+});
+
+describe("clientTransferSecretData through a proxy", () => {
+  let pki: TransferPki;
+  beforeAll(async () => {
+    pki = await generateTransferPki({ commonName: "dvm-t", serverDnsNames: ["rsync-server.dvm.local"] });
+  });
+
+  it("puts the proxy (and its credentials) in stunnel.conf, and nowhere else", () => {
+    const secret = clientTransferSecretData({
+      password: "rsync-pw",
+      pki,
+      endpointHost: "198.18.0.11",
+      endpointPort: 31234,
+      checkHost: "rsync-server.dvm.local",
+      proxy: { host: "198.18.0.200", port: 3128, credentials: new ProxyCredentials("dvm", "hunter2") },
+    });
+    expect(section(secret["stunnel.conf"]!, "rsync").slice(2, 10)).toEqual([
+      "connect = 198.18.0.200:3128",
+      "protocol = connect",
+      "protocolHost = 198.18.0.11:31234",
+      "protocolAuthentication = basic",
+      "protocolUsername = dvm",
+      "protocolPassword = hunter2",
+      "verifyChain = yes",
+      "checkHost = rsync-server.dvm.local",
+    ]);
+    const others = Object.entries(secret).filter(([key]) => key !== "stunnel.conf");
+    expect(others.map(([, value]) => value).join("")).not.toContain("hunter2");
+    const direct = clientTransferSecretData({ password: "rsync-pw", pki, endpointHost: "198.18.0.11", endpointPort: 31234 })["stunnel.conf"];
+    expect(direct).toContain("connect = 198.18.0.11:31234\n");
+    expect(direct).not.toContain("protocol");
   });
 });
 

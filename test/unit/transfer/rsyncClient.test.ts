@@ -52,7 +52,9 @@ describe("rsyncClientArgs", () => {
       "rsync://dvm@127.0.0.1:6443/pvc-0123456789abcdef/",
     ]);
     expect(() => rsyncClientArgs({ ...base, sourcePath: "/mnt/source/", blockDevice: true, preserveOwnership: true })).toThrow(/sourcePath/);
-    expect(rsyncClientArgs({ ...base, sourcePath: "/mnt/source/device", blockDevice: true, wholeFile: true, preserveOwnership: false })).toContain("--whole-file");
+    expect(rsyncClientArgs({ ...base, sourcePath: "/mnt/source/device", blockDevice: true, wholeFile: true, preserveOwnership: false })).toContain(
+      "--whole-file",
+    );
   });
 
   it("leaves ownership out when the receiver cannot chown", () => {

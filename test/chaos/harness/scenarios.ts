@@ -54,6 +54,16 @@ const STATUS_CRASH_PHASE = "RunRsyncOperations";
  */
 const SLOW_BODY_LEASE_MS = 10_000;
 
+/** Lease of the crash faults: short, so a takeover after a crash waits seconds, not Lambda's two minutes. */
+const CRASH_LEASE_MS = 6_000;
+/**
+ * With crashes and a slow API server at once (the "all" mix): the function timeout (lease minus 1 s) must
+ * fit a body's API calls at the slow server's pace, as Lambda's 60 s does in production. 5 s fits two
+ * held-back answers, and a cleanup phase makes dozens of calls (5% of them 2 s late), so it timed out
+ * on every attempt and the migrations never finished.
+ */
+const SLOW_API_CRASH_LEASE_MS = 15_000;
+
 /** What each fault injects, for reports. */
 export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   stale:
@@ -62,7 +72,7 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
     "every request delivered 2-3 times, concurrently with jitter, shuffled; half the time one copy is held back and arrives after the next request (baselines: every watch event handled 2-3 times, merged by the work queue)",
   concurrent:
     "3 independent delivery loops per DVM (2 relay replicas when the relay drives; baselines: 2 controller replicas, as during a rollout without leader election)",
-  crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease 6 s, and like Lambda the process is killed when an invocation outlives its 5 s timeout`,
+  crash: `the phase function runs in a child process that SIGKILLs itself right after the ${CRASH_PHASES.join(" and ")} bodies return (side effects done, completion not recorded); lease ${CRASH_LEASE_MS / 1000} s (${SLOW_API_CRASH_LEASE_MS / 1000} s with the slow API server), and like Lambda the process is killed when an invocation outlives its timeout (lease minus 1 s)`,
   crashTwice: `as crash, and the takeover's body is killed the same way (the ${CRASH_PHASES.join(" and ")} bodies die on their first two attempts; the third completes)`,
   crashBeforeStatus: `the phase function process SIGKILLs itself after the ledger recorded ${STATUS_CRASH_PHASE}'s completion and before the status write that leaves it, once per DVM: the repair must apply what the body decided (the per-PVC results)`,
   conflicts: "a concurrent writer patches an annotation of every DVM every 150-400 ms, so guarded status writes answer 409",
@@ -255,7 +265,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   const timeoutMs = options.timeoutMs ?? 120_000;
   const crashes = has("crash") || has("crashTwice");
   const workers = crashes || has("crashBeforeStatus");
-  const leaseMs = options.leaseMs ?? (crashes ? 6_000 : has("slowBody") ? SLOW_BODY_LEASE_MS : 30_000);
+  const leaseMs = options.leaseMs ?? (crashes ? (has("slowApi") ? SLOW_API_CRASH_LEASE_MS : CRASH_LEASE_MS) : has("slowBody") ? SLOW_BODY_LEASE_MS : 30_000);
   const functionTimeoutMs = Math.max(1_000, leaseMs - 1_000);
   const plane = env.host.plane;
   if (needsOwnHost(scenario) && !plane) throw new Error(`scenario ${scenario.name} restarts the host API server: start the environment with host: "start"`);

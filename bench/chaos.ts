@@ -19,7 +19,7 @@ import {
   type ScenarioReport,
   scenarioNamed,
 } from "../test/chaos/harness";
-import { envNumber, startBenchEnvironment } from "./env";
+import { envNumber, externalDynamoEndpoint, startTwoPlanes } from "./env";
 
 export interface ChaosBenchOptions {
   /** Scenario names; default every scenario, or DVM_BENCH_CHAOS_SCENARIOS (comma-separated). */
@@ -56,19 +56,11 @@ export async function runChaosBench(options: ChaosBenchOptions = {}): Promise<Ch
   const scenarios = names.map(scenarioNamed);
   const dvms = options.dvms ?? envNumber("DVM_BENCH_CHAOS_DVMS", 3);
   const pvcs = options.pvcs ?? envNumber("DVM_BENCH_CHAOS_PVCS", 2);
-  const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+  const external = externalDynamoEndpoint();
   log(
     `chaos bench: ${scenarios.length} scenarios, ${dvms} DVMs of ${pvcs} PVCs per target; starting two control planes and ${external ? external : "DynamoDB Local"}`,
   );
-  const env = await startBenchEnvironment(
-    {
-      host: "start",
-      destination: "start",
-      dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
-      dynamoJvmArgs: [],
-    },
-    log,
-  );
+  const env = await startTwoPlanes(log);
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const reports: ScenarioReport[] = [];
   try {

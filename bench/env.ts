@@ -21,3 +21,22 @@ export async function startBenchEnvironment(options: EnvironmentOptions, log: (l
     return startEnvironment(options);
   }
 }
+
+/** The DynamoDB endpoint the environment names (LocalStack, say), or undefined: the bench starts DynamoDB Local. */
+export function externalDynamoEndpoint(): string | undefined {
+  return process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+}
+
+/** Two control planes started here, and DynamoDB: the external endpoint when one is named, else DynamoDB Local. */
+export function startTwoPlanes(log: (line: string) => void): Promise<ChaosEnvironment> {
+  const external = externalDynamoEndpoint();
+  return startBenchEnvironment(
+    {
+      host: "start",
+      destination: "start",
+      dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
+      dynamoJvmArgs: [],
+    },
+    log,
+  );
+}

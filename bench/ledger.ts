@@ -15,6 +15,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EXECUTABLE_PHASES } from "../src/dvm/itinerary";
 import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/ledger";
 import { type DynamoLocal, dynamoLocalEmulatorDir, startDynamoLocal } from "../src/local/dynamoLocal";
+import { externalDynamoEndpoint } from "./env";
 
 export interface LedgerBenchOptions {
   /** Measured phases. Default 1,000. */
@@ -51,7 +52,7 @@ export async function runLedgerBench(options: LedgerBenchOptions = {}): Promise<
   const phases = options.phases ?? 1_000;
   const warmupPhases = options.warmupPhases ?? 100;
   const log = options.log ?? ((line: string) => console.log(line));
-  const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+  const external = externalDynamoEndpoint();
   // A benchmark wants the optimising JIT, not the fast start-up the tests use.
   const local: DynamoLocal | undefined = external ? undefined : await startDynamoLocal({ jvmArgs: [] });
   try {

@@ -23,7 +23,7 @@ import { distribution, prepareMigrations, startEnvironment } from "../test/chaos
 import { createMigrations, type StartedMigration } from "../test/chaos/harness/fixture";
 import { buildOurRunner, type OurRunner } from "../test/chaos/harness/ourRunner";
 import { sleep } from "../test/chaos/harness/random";
-import { envNumber } from "./env";
+import { envNumber, externalDynamoEndpoint } from "./env";
 import { Floor, type FloorSample } from "./floor";
 
 export interface OverheadBenchOptions {
@@ -127,7 +127,7 @@ export async function runOverheadBench(options: OverheadBenchOptions = {}): Prom
   const log = options.log ?? ((line: string) => console.log(line));
   const wanted = options.transitions ?? envNumber("DVM_BENCH_OVERHEAD_TRANSITIONS", 200);
   const migrations = Math.max(1, Math.ceil(wanted / TRANSITIONS_PER_MIGRATION));
-  const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+  const external = externalDynamoEndpoint();
   log(
     `overhead bench: ${migrations} migrations of ${PVCS} PVCs one after another (${TRANSITIONS_PER_MIGRATION} transitions each), and as many floor samples; starting two control planes and ${external ?? "DynamoDB Local"}`,
   );

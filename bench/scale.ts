@@ -23,7 +23,7 @@ import type { DvmHistory } from "../test/chaos/harness/observatory";
 import { seededRandom } from "../test/chaos/harness/random";
 import type { FromRelayHost, RelayHostConfig, RelayHostFinal, RelayHostSample, ToRelayHost } from "../test/chaos/harness/relayHost";
 import { type Distribution, summarizeRepeats, Tally, transitionOverhead } from "../test/chaos/harness/tally";
-import { envNumber, startBenchEnvironment } from "./env";
+import { envNumber, externalDynamoEndpoint, startTwoPlanes } from "./env";
 
 export interface ScaleBenchOptions {
   /** Concurrent DVMs. Default 200, or DVM_BENCH_SCALE_DVMS. */
@@ -169,19 +169,11 @@ export async function runScaleBench(options: ScaleBenchOptions = {}): Promise<Sc
   const pvcs = options.pvcs ?? envNumber("DVM_BENCH_SCALE_PVCS", 10);
   const concurrency = options.concurrency ?? (process.env.DVM_BENCH_SCALE_CONCURRENCY ? envNumber("DVM_BENCH_SCALE_CONCURRENCY", 16) : undefined);
   const timeoutMs = options.timeoutMs ?? 30 * 60_000;
-  const external = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+  const external = externalDynamoEndpoint();
   log(
     `scale bench: ${dvms} DVMs of ${pvcs} PVCs, relay concurrency ${concurrency ?? "default (16)"}; starting two control planes and ${external ?? "DynamoDB Local"}`,
   );
-  const env = await startBenchEnvironment(
-    {
-      host: "start",
-      destination: "start",
-      dynamo: external ? { endpoint: external, region: process.env.AWS_REGION ?? "us-east-1" } : "start",
-      dynamoJvmArgs: [],
-    },
-    log,
-  );
+  const env = await startTwoPlanes(log);
   const observatory = await new Observatory({ host: env.host.kubeConfig, destination: env.destination.kubeConfig }).start();
   const bundleDir = mkdtempSync(join(tmpdir(), "dvm-scale-relay-"));
   const child = fork(await bundleRelayHost(bundleDir), [], {

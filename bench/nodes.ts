@@ -30,7 +30,7 @@ import { KINDS } from "../src/kube/objects";
 import { createLedgerClient, ensureLedgerTable } from "../src/ledger";
 import { writeDataset } from "../src/local/demoData";
 import { startDynamoLocal } from "../src/local/dynamoLocal";
-import { createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
+import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
 import { startNodeClusters } from "../src/local/nodes/clusters";
 import { ensureNodeImages } from "../src/local/nodes/images";
 import { volumeFolder } from "../src/local/nodes/volumes";
@@ -182,18 +182,7 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
         }),
         await createLoopVolume(destination.kubeConfig(), { folder, name: "bench-dst", sizeBytes: blockBytes, nodeName: destination.node.nodeName }),
       );
-      await core.createNamespacedPersistentVolumeClaim({
-        namespace: "bench",
-        body: {
-          metadata: { name: "disk" },
-          spec: {
-            accessModes: ["ReadWriteOnce"],
-            volumeMode: "Block",
-            storageClassName: LOOP_STORAGE_CLASS,
-            resources: { requests: { storage: String(blockBytes) } },
-          },
-        },
-      });
+      await createBlockClaim(source.kubeConfig(), "bench", "disk", blockBytes);
       block = await migrate("bench-block", "disk", LOOP_STORAGE_CLASS);
     } finally {
       for (const loop of loops) await loop.remove();

@@ -10,7 +10,7 @@ import { closeSync, createReadStream, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../../src/local/nodes/blockVolumes";
+import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../../src/local/nodes/blockVolumes";
 import { waitFor } from "../../src/local/wait";
 import { testClusters } from "../support/clusters";
 import { ensureNamespace, type NodeMigrations, startNodeMigrations, testNodes } from "../support/nodes";
@@ -51,14 +51,8 @@ async function loopVolume(cluster: "source" | "destination", name: string, conte
 }
 
 async function blockClaim(namespace: string, name: string): Promise<void> {
+  await createBlockClaim(clusters.source, namespace, name, SIZE);
   const core = clusters.source.makeApiClient(CoreV1Api);
-  await core.createNamespacedPersistentVolumeClaim({
-    namespace,
-    body: {
-      metadata: { name },
-      spec: { accessModes: ["ReadWriteOnce"], volumeMode: "Block", storageClassName: LOOP_STORAGE_CLASS, resources: { requests: { storage: String(SIZE) } } },
-    },
-  });
   await waitFor(
     `PVC ${namespace}/${name} Bound`,
     async () => (await core.readNamespacedPersistentVolumeClaim({ namespace, name })).status?.phase === "Bound",

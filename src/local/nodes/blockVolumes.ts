@@ -70,6 +70,22 @@ export async function createLoopVolume(kc: KubeConfig, options: LoopVolumeOption
   return { device, backingFile, persistentVolume: options.name, remove };
 }
 
+/** A claim of `sizeBytes` in volumeMode Block on the loop-device PVs (bound at once when one fits). */
+export async function createBlockClaim(kc: KubeConfig, namespace: string, name: string, sizeBytes: number): Promise<void> {
+  await kc.makeApiClient(CoreV1Api).createNamespacedPersistentVolumeClaim({
+    namespace,
+    body: {
+      metadata: { name },
+      spec: {
+        accessModes: ["ReadWriteOnce"],
+        volumeMode: "Block",
+        storageClassName: LOOP_STORAGE_CLASS,
+        resources: { requests: { storage: String(sizeBytes) } },
+      },
+    },
+  });
+}
+
 async function ensureLoopStorageClass(kc: KubeConfig): Promise<void> {
   await kc
     .makeApiClient(StorageV1Api)

@@ -5,19 +5,17 @@
 import { type PvcObject, refOf } from "../kube/objects";
 import type { ServedPvc } from "../transfer";
 import type { PhaseContext } from "./types";
-import type { PvcName, VolumePair } from "./volumes";
+import type { VolumePair } from "./volumes";
 
 export async function isBlockVolume(ctx: PhaseContext, pair: VolumePair): Promise<boolean> {
   const source = await ctx.clusters.source.get<PvcObject>(refOf("PersistentVolumeClaim", pair.from.namespace, pair.from.name));
   return source?.spec?.volumeMode === "Block";
 }
 
-/** `pairs`' PVCs on one side (`to` or `from`), each with its Block flag. */
-export async function servedPvcs(ctx: PhaseContext, pairs: readonly VolumePair[], side: "from" | "to"): Promise<ServedPvc[]> {
+/** The destination PVCs in `namespace`, as its rsync server serves them: each with its Block flag. */
+export async function servedPvcs(ctx: PhaseContext, namespace: string): Promise<ServedPvc[]> {
   const served: ServedPvc[] = [];
-  for (const pair of pairs) {
-    const pvc: PvcName = pair[side];
-    served.push({ ...pvc, ...((await isBlockVolume(ctx, pair)) ? { block: true } : {}) });
-  }
+  for (const pair of ctx.volumes.filter((v) => v.to.namespace === namespace))
+    served.push({ ...pair.to, ...((await isBlockVolume(ctx, pair)) ? { block: true } : {}) });
   return served;
 }

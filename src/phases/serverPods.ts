@@ -26,11 +26,7 @@ export async function serverPodFor(ctx: PhaseContext, namespace: string) {
     configSecretName: names.rsyncServerSecret,
     runAsRoot: ctx.spec.runAsRoot ?? false,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
-    pvcs: await servedPvcs(
-      ctx,
-      ctx.volumes.filter((v) => v.to.namespace === namespace),
-      "to",
-    ),
+    pvcs: await servedPvcs(ctx, namespace),
   });
 }
 

@@ -92,11 +92,7 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
   const names = transferNames(ctx.dvm);
 
   for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const pvcs = await servedPvcs(
-      ctx,
-      ctx.volumes.filter((v) => v.to.namespace === namespace),
-      "to",
-    );
+    const pvcs = await servedPvcs(ctx, namespace);
     const data = serverTransferSecretData({ pvcs, user: RSYNC_USER, password, pki, runAsRoot });
     await destination.ensure(transferSecret({ name: names.rsyncServerSecret, namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }));
   }

@@ -49,9 +49,14 @@ export class SecretClusterResolver implements ClusterResolver {
   }
 
   async resolve(dvmNamespace: string, spec: Pick<DvmSpec, "sourceCluster" | "destinationCluster">): Promise<MigrationClusters> {
-    const errors: string[] = [];
-    const source = await this.clusterFor("source", "spec.sourceCluster", dvmNamespace, spec.sourceCluster, errors);
-    const destination = await this.clusterFor("destination", "spec.destinationCluster", dvmNamespace, spec.destinationCluster, errors);
+    // Both Secrets at once; errors in field order either way.
+    const sourceErrors: string[] = [];
+    const destinationErrors: string[] = [];
+    const [source, destination] = await Promise.all([
+      this.clusterFor("source", "spec.sourceCluster", dvmNamespace, spec.sourceCluster, sourceErrors),
+      this.clusterFor("destination", "spec.destinationCluster", dvmNamespace, spec.destinationCluster, destinationErrors),
+    ]);
+    const errors = [...sourceErrors, ...destinationErrors];
     if (errors.length > 0 || !source || !destination) throw new MigrationInputError(errors);
     return {
       host: this.host,

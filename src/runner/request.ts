@@ -1,6 +1,8 @@
 /**
- * What the relay sends and a phase function receives. Only the identity matters: the runner decides from
- * the object it reads fresh, never from the request's copy of generation, resourceVersion or phase.
+ * What the relay sends and a phase function receives. The runner decides from the object it reads fresh,
+ * never from the request's copy of generation, resourceVersion or phase: phase and generation are only a
+ * guess of which ledger entry to claim first, and nothing runs unless the read that follows the claim
+ * agrees (runner.ts).
  */
 import { z } from "zod";
 
@@ -10,6 +12,8 @@ export const ReconcileRequestSchema = z.object({
   name: z.string().min(1),
   generation: z.number().int().min(0).optional(),
   resourceVersion: z.string().optional(),
+  /** status.phase as the sender last saw it (or as the last invocation reported moving it to). */
+  phase: z.string().optional(),
   /** Why the relay sent it (watch event, requeue, resync): for logs only. */
   reason: z.string().optional(),
 });

@@ -2,14 +2,16 @@
  * The phase runner: one invocation executes at most one phase of one DVM.
  *   1. read the DVM fresh (the request's copy is never trusted);
  *   2. claim (uid, phase, generation) in the ledger: already completed means do not run the body again,
- *      only repair a lagging status; held by a live lease means stop;
+ *      only repair a lagging status; held by a live lease means stop. A request that names the phase
+ *      (the relay's view) has it claimed before the read: one read then serves as the fresh read and as
+ *      the deletion fence, and a read that disagrees gives the claim back unrun and goes on as above;
  *   3. run the phase body;
  *   4. record the outcome in the ledger, conditioned on still holding the claim;
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
 import { type Clock, systemClock } from "../clock";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
-import { type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY, formatViolation, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../dvm/status";
 import { transferSettingsFor } from "../dvm/transferPolicy";
@@ -18,11 +20,13 @@ import { formatIssue } from "../issues";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { type ClusterResolver, unreachableCluster } from "../kube/resolver";
-import { type Claim, LostClaimError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
+import { type Claim, type ClaimResult, LostClaimError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
 import { type Logger, silentLogger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { type MigrationClusters, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
+import { settle, unwrap } from "../settle";
+import { ClusterPrefetch } from "./clusterPrefetch";
 import { continueDeletion } from "./deletion";
 import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
 import type { ReconcileRequest, RunResult, RunStats } from "./request";
@@ -67,6 +71,7 @@ export class PhaseRunner {
   private readonly leaseMarginMs: number;
   private readonly maxRetryDelayMs: number;
   private readonly policy: MigrationPolicy;
+  private readonly prefetch: ClusterPrefetch;
 
   constructor(private readonly options: RunnerOptions) {
     this.bodies = options.bodies ?? PHASE_BODIES;
@@ -79,6 +84,7 @@ export class PhaseRunner {
     }
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.policy = options.policy ?? DEFAULT_MIGRATION_POLICY;
+    this.prefetch = new ClusterPrefetch(options.clusters);
   }
 
   async run(request: ReconcileRequest, options: RunOptions = {}): Promise<RunResult> {
@@ -97,8 +103,20 @@ export class PhaseRunner {
 
   private async runOnce(request: ReconcileRequest, stats: RunStats, options: RunOptions): Promise<RunResult> {
     const { store, ledger } = this.options;
+    // The Secrets this DVM's last context named start being read now (clusterPrefetch.ts).
+    const clusters = this.prefetch.forInvocation(request.uid, request.namespace);
+    // The request's phase is a guess (the relay's last view): the phase is claimed on it before the read,
+    // and the read that follows decides. It runs only if that read, made after the claim, agrees.
+    const guess = guessedKey(request);
+    const early = guess
+      ? await ledger.claim({ uid: request.uid, ...guess }, { leaseMs: this.leaseMs, dvm: { namespace: request.namespace, name: request.name } })
+      : undefined;
+    if (guess && early?.kind === "held") return this.busyHeld(request, guess.phase, early);
     const read = await store.get(request.namespace, request.name);
-    if (!read || read.metadata.uid !== request.uid) return { kind: "gone" };
+    const confirmed = guess !== undefined && read !== undefined && confirmsGuess(read, request.uid, guess);
+    if (early?.kind === "claimed" && !confirmed) await this.dropGuess(early.claim, read, request.uid);
+
+    if (!read || read.metadata.uid !== request.uid) return this.gone(request.uid);
     let fresh: DirectVolumeMigration = read;
     if (fresh.metadata.deletionTimestamp) return this.onDeletion(fresh);
     const unreadable = unreadableStatus(fresh);
@@ -106,7 +124,7 @@ export class PhaseRunner {
 
     const parsed = parseDvmSpec(fresh.spec);
     const position = positionOf(fresh.status, migrationTypeOf(fresh));
-    if (position.phase === "Completed") return { kind: "finished", phase: "Completed" };
+    if (position.phase === "Completed") return this.finished(request.uid);
 
     if (!fresh.metadata.finalizers?.includes(DVM_FINALIZER)) {
       const adopted = await this.adopt(fresh);
@@ -117,12 +135,10 @@ export class PhaseRunner {
     const { uid, generation, namespace, name } = fresh.metadata;
     let log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
     const specChanged = specChangeOf(fresh, position);
-    const claimed = await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
+    const claimed =
+      confirmed && early ? early : await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
 
-    if (claimed.kind === "held") {
-      log.info("phase held by another invocation", { holderAttempt: claimed.attempt });
-      return { kind: "busy", phase: position.phase, retryAfterMs: Math.max(0, Math.min(claimed.leaseExpiresAt - this.clock.now(), this.leaseMs)) };
-    }
+    if (claimed.kind === "held") return this.busyHeld(request, position.phase, claimed, log);
     if (claimed.kind === "completed") {
       // Recorded as done: the body must not run again. The status may lag (a crash between the ledger
       // write and the status write, or a stale request): bring it up to the recorded outcome.
@@ -151,34 +167,36 @@ export class PhaseRunner {
       clock: this.clock,
       ...(options.hostDeadlineAt !== undefined ? { hostDeadlineAt: options.hostDeadlineAt - HOST_DEADLINE_RESERVE_MS } : {}),
     });
-    // The body's context (the policy check, then the kubeconfig Secret's read) is built while the fence
+    // The body's context (the policy check, then the kubeconfig Secrets' read) is built while the fence
     // below re-reads the DVM: both only read, and the body needs both, so they cost one round trip.
     // Its outcome is taken inside lease.run, as before; a DVM found deleted just drops it.
-    const context = settle(specChanged ? Promise.reject(new MigrationInputError([specChanged])) : this.context(fresh, parsed, position, claim, log, lease));
+    const context = settle(
+      specChanged ? Promise.reject(new MigrationInputError([specChanged])) : this.context(fresh, parsed, position, claim, log, lease, clusters),
+    );
 
     // The deletion fence: a DVM deleted between the read above and the claim must not get anything
     // created for it. Deletion waits for every lease claimed before it began (deletion.ts); a claim made
-    // after it began sees the deletionTimestamp here and stops before the body.
-    const recheck = await store.get(namespace, name);
-    if (!recheck || recheck.metadata.uid !== uid || recheck.metadata.deletionTimestamp) {
-      await ledger.release(claim).catch((error: unknown) => {
-        if (!(error instanceof LostClaimError)) throw error;
-      });
-      log.info("DVM deleted while the phase was being claimed: not run");
-      if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
-      // Gone already: this entry was written after the deletion retired the others.
-      await ledger.retire(uid);
-      return { kind: "gone" };
+    // after it began sees the deletionTimestamp on a read that follows the claim, and stops before the
+    // body. A confirmed guess was claimed before the read above, so that read was its fence.
+    if (!confirmed) {
+      const recheck = await store.get(namespace, name);
+      if (!recheck || recheck.metadata.uid !== uid || recheck.metadata.deletionTimestamp) {
+        await this.releaseUnrun(claim);
+        log.info("DVM deleted while the phase was being claimed: not run");
+        if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
+        // Gone already: this entry was written after the deletion retired the others.
+        await ledger.retire(uid);
+        return this.gone(uid);
+      }
     }
 
     const body = this.bodies[position.phase];
     let outcome: PhaseOutcome;
     try {
       outcome = await lease.run(async () => {
-        const built = await context;
-        if (!built.ok) throw built.error;
+        const built = unwrap(await context);
         log.info("phase started");
-        return body(built.value);
+        return body(built);
       });
     } catch (error) {
       if (error instanceof MigrationInputError) {
@@ -201,6 +219,39 @@ export class PhaseRunner {
       }
       throw error;
     }
+  }
+
+  private busyHeld(request: ReconcileRequest, phase: string, held: Extract<ClaimResult, { kind: "held" }>, log?: Logger): RunResult {
+    (log ?? this.log.child({ dvm: `${request.namespace}/${request.name}`, uid: request.uid, phase })).info("phase held by another invocation", {
+      holderAttempt: held.attempt,
+    });
+    return { kind: "busy", phase, retryAfterMs: Math.max(0, Math.min(held.leaseExpiresAt - this.clock.now(), this.leaseMs)) };
+  }
+
+  /** Gives back a claim whose body never ran; one lost to a takeover meanwhile is the new holder's. */
+  private async releaseUnrun(claim: Claim): Promise<void> {
+    await this.options.ledger.release(claim).catch((error: unknown) => {
+      if (!(error instanceof LostClaimError)) throw error;
+    });
+  }
+
+  /**
+   * A guess the read did not confirm: its claim is given back unrun. When the DVM is gone (or was
+   * recreated), the claim may have brought a retired entry back: its retention starts again.
+   */
+  private async dropGuess(claim: Claim, read: DirectVolumeMigration | undefined, uid: string): Promise<void> {
+    await this.releaseUnrun(claim);
+    if (!read || read.metadata.uid !== uid) await this.options.ledger.retire(uid);
+  }
+
+  private gone(uid: string): RunResult {
+    this.prefetch.forget(uid);
+    return { kind: "gone" };
+  }
+
+  private finished(uid: string): RunResult {
+    this.prefetch.forget(uid);
+    return { kind: "finished", phase: "Completed" };
   }
 
   private async finish(
@@ -249,12 +300,13 @@ export class PhaseRunner {
     claim: Claim,
     log: Logger,
     lease: BodyLease,
+    clusters: ClusterResolver,
   ): Promise<PhaseContext> {
     return buildPhaseContext({
       dvm: fresh,
       parsed,
       position,
-      clusters: this.options.clusters,
+      clusters,
       policy: this.policy,
       attempt: claim.attempt,
       clock: this.clock,
@@ -340,7 +392,7 @@ export class PhaseRunner {
     const { namespace, name, uid } = dvm.metadata;
     const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: DELETING });
     const step = await continueDeletion(
-      { store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log },
+      { store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log, policy: this.policy },
       dvm,
     );
     switch (step.kind) {
@@ -350,7 +402,7 @@ export class PhaseRunner {
       case "terminating":
         return { kind: "waiting", phase: DELETING, reason: step.reason, requeueAfterMs: POLL_REQUEUE_MS };
       case "released":
-        return { kind: "gone" };
+        return this.gone(uid);
     }
   }
 
@@ -421,11 +473,25 @@ export class PhaseRunner {
   }
 }
 
-/** A promise's outcome as a value: awaited later, its rejection is never left unhandled meanwhile. */
-function settle<T>(promise: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
-  return promise.then(
-    (value) => ({ ok: true as const, value }),
-    (error: unknown) => ({ ok: false as const, error }),
+/** The ledger key the request's phase names, when it names an executable phase and a generation. */
+function guessedKey(request: ReconcileRequest): { phase: ExecutablePhaseName; generation: number } | undefined {
+  const { phase, generation } = request;
+  if (generation === undefined || !(EXECUTABLE_PHASES as readonly string[]).includes(phase ?? "")) return undefined;
+  return { phase: phase as ExecutablePhaseName, generation };
+}
+
+/**
+ * Whether a DVM read after claiming `guess` is the same DVM, at that phase and generation, with nothing
+ * else to do first (a deletion, an unreadable status, the finalizer): then the claim stands.
+ */
+function confirmsGuess(dvm: DirectVolumeMigration, uid: string, guess: { phase: string; generation: number }): boolean {
+  return (
+    dvm.metadata.uid === uid &&
+    dvm.metadata.generation === guess.generation &&
+    !dvm.metadata.deletionTimestamp &&
+    unreadableStatus(dvm) === undefined &&
+    (dvm.metadata.finalizers ?? []).includes(DVM_FINALIZER) &&
+    positionOf(dvm.status, migrationTypeOf(dvm)).phase === guess.phase
   );
 }
 

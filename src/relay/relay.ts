@@ -16,7 +16,7 @@ import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch
 import { type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
 import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
-import { followUpAfter, forwardDelay, type LastForward, needsForwarding } from "./schedule";
+import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, requestPhase } from "./schedule";
 import type { RelayTransport } from "./transport";
 
 /** A cluster whose labelled pods drive their DVM (a source or destination other than the host). */
@@ -96,6 +96,12 @@ interface LiveDvm {
   lastForward?: LastForward;
   /** Consecutive transport errors, for the retry backoff. */
   failures: number;
+  /**
+   * The phase the last result said the DVM moved to, and the resourceVersion the relay had then: until a
+   * newer event arrives, the next request names that phase (the watch event of the move may still be
+   * on its way). A guess either way: the function decides from its own read.
+   */
+  reported?: ReportedPhase;
 }
 
 export class Relay {
@@ -328,12 +334,14 @@ export class Relay {
     const entry = this.live.get(uid);
     if (!entry) return;
     const { dvm } = entry;
+    const guess = requestPhase(entry.dvm, entry.reported);
     const request: ReconcileRequest = {
       uid,
       namespace: dvm.namespace,
       name: dvm.name,
       ...(dvm.generation !== undefined ? { generation: dvm.generation } : {}),
       resourceVersion: dvm.resourceVersion,
+      ...guess,
       reason,
     };
     entry.lastForward = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}), at: this.clock.now() };
@@ -341,7 +349,7 @@ export class Relay {
 
     let result: Awaited<ReturnType<RelayTransport["forward"]>>;
     try {
-      result = await this.options.transport.forward(request, dvm.phase !== undefined ? { phase: dvm.phase } : {});
+      result = await this.options.transport.forward(request, guess);
     } catch (error) {
       this.counters.errors += 1;
       // Forgotten (deleted, completed) while in flight: nothing to retry.
@@ -356,6 +364,7 @@ export class Relay {
     log.debug("forwarded", { reason, result: result?.kind ?? "(accepted)" });
     if (this.live.get(uid) !== entry) return;
     entry.failures = 0;
+    if (result?.kind === "advanced" || result?.kind === "duplicate") entry.reported = { phase: result.next, basedOn: dvm.resourceVersion };
 
     // A deletion is followed until the DVM is gone (its DELETED event, or a "gone" result), whatever phase it was in.
     const next =

@@ -94,3 +94,19 @@ export function followUpAfter(result: RunResult | undefined, currentPhase: strin
   }
   return { kind: "none" };
 }
+
+/** The phase an invocation's result said the DVM moved to, and the resourceVersion the relay had then. */
+export interface ReportedPhase {
+  phase: string;
+  basedOn: string;
+}
+
+/**
+ * The phase a request names (the runner's guess of which ledger entry to claim first; it decides from its
+ * own read): the one the last result reported, until an event newer than that forward arrives, since the
+ * watch event of the move may still be on its way; otherwise the phase last observed.
+ */
+export function requestPhase(observed: { phase?: string; resourceVersion: string }, reported: ReportedPhase | undefined): { phase?: string } {
+  const phase = reported?.basedOn === observed.resourceVersion ? reported.phase : observed.phase;
+  return phase !== undefined ? { phase } : {};
+}

@@ -7,7 +7,7 @@ import type { ReconcileRequest, RunResult } from "../runner/request";
 
 /** What the relay knows besides the request, for routing only (e.g. one function per phase). */
 export interface ForwardContext {
-  /** The DVM's status.phase as the relay last saw it (absent for a DVM that has not started). */
+  /** The phase the request names (its guess of status.phase; absent for a DVM that has not started): picks the function. */
   phase?: string;
 }
 

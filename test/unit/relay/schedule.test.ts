@@ -8,7 +8,7 @@ import { LABEL } from "../../../src/phases/names";
 import { backoffDelay } from "../../../src/relay/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
 import { parseRunResult } from "../../../src/relay/runResult";
-import { followUpAfter, forwardDelay, isTerminalPhase, minForwardIntervalMs, needsForwarding } from "../../../src/relay/schedule";
+import { followUpAfter, forwardDelay, isTerminalPhase, minForwardIntervalMs, needsForwarding, requestPhase } from "../../../src/relay/schedule";
 import type { RunResult } from "../../../src/runner/request";
 
 const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
@@ -169,5 +169,20 @@ describe("parseRunResult", () => {
     expect(parseRunResult({ kind: "nope" })).toMatchObject({ ok: false });
     const bad = parseRunResult({ kind: "busy", phase: "A", retryAfterMs: -1 });
     expect(!bad.ok && bad.error).toContain("retryAfterMs");
+  });
+});
+
+describe("requestPhase: the phase a request names", () => {
+  it("is the phase observed, or none before the DVM started", () => {
+    expect(requestPhase({ phase: "CreateRsyncConfig", resourceVersion: "7" }, undefined)).toEqual({ phase: "CreateRsyncConfig" });
+    expect(requestPhase({ resourceVersion: "7" }, undefined)).toEqual({});
+  });
+
+  it("is the phase the last result reported until an event newer than that forward arrives", () => {
+    const reported = { phase: "CreateStunnelConfig", basedOn: "7" };
+    // The watch event of the move has not arrived: the relay still holds resourceVersion 7.
+    expect(requestPhase({ phase: "CreateRsyncConfig", resourceVersion: "7" }, reported)).toEqual({ phase: "CreateStunnelConfig" });
+    // Any later event wins, whatever it says.
+    expect(requestPhase({ phase: "CreateRsyncConfig", resourceVersion: "8" }, reported)).toEqual({ phase: "CreateRsyncConfig" });
   });
 });

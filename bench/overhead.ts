@@ -5,8 +5,10 @@
  * a time; the overhead of an invocation that advanced a DVM is its wall time minus the time spent in the
  * phase body. The floor (bench/floor.ts): the four requests a transition needs, in a row, with no logic,
  * against the same API server and DynamoDB, on a DVM whose status is a finished migration's (so both
- * sides read and write objects of one size), as many samples as our transitions, taken after each
- * migration. It also counts the requests each advancing invocation made outside its body.
+ * sides read and write objects of one size), one sample right after each of our advancing invocations
+ * (paired: both see the machine as the migration left it, the API server still busy with what the body
+ * created, not the idle machine after the migration). It also counts the requests each advancing
+ * invocation made outside its body.
  *
  *   npx tsx bench/overhead.ts                                   # 200 transitions
  *   DVM_BENCH_OVERHEAD_TRANSITIONS=60 npx tsx bench/overhead.ts
@@ -86,20 +88,25 @@ const onRequest = (message: unknown) => {
 interface Driven {
   overheadMs: number[];
   requests: string[][];
+  /** Taken right after each advancing invocation (none during the warm-up). */
+  afterEach?: () => Promise<void>;
 }
 
-/** Drives one migration to Completed, the way the quiet scenario's delivery loop does. */
+/** Drives one migration to Completed, as the relay would: each request names the phase the last result reported. */
 async function drive(runner: OurRunner, migration: StartedMigration, deadline: number, into: Driven): Promise<void> {
-  const request: ReconcileRequest = migration.request;
+  let request: ReconcileRequest = migration.request;
   while (Date.now() < deadline) {
     const scope: Scope = { inBody: false, requests: [] };
     const started = performance.now();
     const { result, bodyMs } = await scopes.run(scope, () => runner.invoke(request));
     const wallMs = performance.now() - started;
+    // The next request names the phase the result reported, as the relay's does.
+    if (result.kind === "advanced" || result.kind === "duplicate") request = { ...request, phase: result.next };
     switch (result.kind) {
       case "advanced":
         into.overheadMs.push(Math.max(0, wallMs - bodyMs));
         into.requests.push(scope.requests);
+        await into.afterEach?.();
         break;
       case "duplicate":
         break;
@@ -129,7 +136,7 @@ export async function runOverheadBench(options: OverheadBenchOptions = {}): Prom
   const migrations = Math.max(1, Math.ceil(wanted / TRANSITIONS_PER_MIGRATION));
   const external = externalDynamoEndpoint();
   log(
-    `overhead bench: ${migrations} migrations of ${PVCS} PVCs one after another (${TRANSITIONS_PER_MIGRATION} transitions each), and as many floor samples; starting two control planes and ${external ?? "DynamoDB Local"}`,
+    `overhead bench: ${migrations} migrations of ${PVCS} PVCs one after another (${TRANSITIONS_PER_MIGRATION} transitions each), with a floor sample right after each advancing invocation; starting two control planes and ${external ?? "DynamoDB Local"}`,
   );
   const env = await startEnvironment({
     host: "start",
@@ -179,13 +186,11 @@ export async function runOverheadBench(options: OverheadBenchOptions = {}): Prom
     await floor.useStatus(warmed?.status ?? {});
     for (let i = 0; i < 30; i++) await floor.sample();
 
-    const ours: Driven = { overheadMs: [], requests: [] };
     const floorSamples: FloorSample[] = [];
+    const measuredFloor = floor;
+    const ours: Driven = { overheadMs: [], requests: [], afterEach: async () => void floorSamples.push(await measuredFloor.sample()) };
     for (const [index, migration] of started.slice(1).entries()) {
-      const before = ours.overheadMs.length;
       await drive(runner, migration, deadline, ours);
-      // The floor right after, as many samples as this migration's transitions: both see the same machine.
-      for (let i = before; i < ours.overheadMs.length; i++) floorSamples.push(await floor.sample());
       log(`  migration ${index + 1}/${migrations}: ${ours.overheadMs.length} transitions measured`);
     }
 

@@ -17,7 +17,9 @@ export function requestFrom(history: DvmHistory, migration: StartedMigration, re
   const latest = history.latestByUid(migration.uid);
   if (!latest) return { ...migration.request, reason };
   const { uid, namespace, name, generation, resourceVersion } = latest.metadata;
-  return { uid, namespace, name, generation, resourceVersion, reason };
+  // The phase as the watch shows it, as the relay sends it: a guess the runner checks.
+  const phase = typeof latest.status.phase === "string" ? latest.status.phase : undefined;
+  return { uid, namespace, name, generation, resourceVersion, ...(phase ? { phase } : {}), reason };
 }
 
 export interface LoopOptions {

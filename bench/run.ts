@@ -136,6 +136,7 @@ async function main(): Promise<void> {
               waitingInvocations: ours.invocationsByKind.waiting ?? 0,
               invocationMs: ours.invocationMs,
               dynamoRequests: ours.dynamo?.sent ?? {},
+              dynamoCapacityUnits: measuredCapacity(ours.dynamo?.capacity),
             });
           return undefined;
         });
@@ -229,3 +230,9 @@ main().then(
     process.exit(1);
   },
 );
+
+/** The seed's measured DynamoDB capacity units; a bill without them would silently price DynamoDB at 0. */
+function measuredCapacity(capacity: { write: number; read: number } | undefined): { write: number; read: number } {
+  if (!capacity || capacity.write <= 0) throw new Error("seed: DynamoDB reported no consumed capacity for ours, so the cost cannot be computed");
+  return capacity;
+}

@@ -1,6 +1,8 @@
 /**
  * DynamoDB instrumentation through the client's own middleware stack: counts every request by command
- * (ledger writes per phase come from here, not from the ledger's code) and, when asked, fails a fraction
+ * (ledger writes per phase come from here, not from the ledger's code) and the capacity units DynamoDB
+ * says each consumed (ReturnConsumedCapacity, which DynamoDB Local computes from item sizes as the
+ * service does: what the bill is made of), and, when asked, fails a fraction
  * of them before they are sent, as throttling (ProvisionedThroughputExceededException) or a 500, or
  * loses the answer of a fraction of the writes after DynamoDB applied them (a timeout on the way back).
  *
@@ -31,7 +33,21 @@ export interface DynamoCounts {
   serverErrors: number;
   /** Writes applied by DynamoDB whose answer was dropped on purpose. */
   lostReplies?: number;
+  /** Capacity units the requests consumed, as DynamoDB reported them: write units and read units. */
+  capacity?: { write: number; read: number };
 }
+
+/** Commands that take ReturnConsumedCapacity; the first five consume write units. */
+const WRITE_COMMANDS = new Set(["UpdateItemCommand", "PutItemCommand", "DeleteItemCommand", "BatchWriteItemCommand", "TransactWriteItemsCommand"]);
+const READ_COMMANDS = new Set(["GetItemCommand", "QueryCommand", "ScanCommand", "BatchGetItemCommand", "TransactGetItemsCommand"]);
+
+function capacityUnits(output: unknown): number {
+  const consumed = (output as { output?: { ConsumedCapacity?: unknown } }).output?.ConsumedCapacity;
+  const all = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
+  return all.reduce((sum: number, c: { CapacityUnits?: number }) => sum + (c.CapacityUnits ?? 0), 0);
+}
+
+const emptyCounts = (): DynamoCounts => ({ sent: {}, throttled: 0, serverErrors: 0, lostReplies: 0, capacity: { write: 0, read: 0 } });
 
 export interface DynamoInstrument {
   counts(): DynamoCounts;
@@ -39,7 +55,7 @@ export interface DynamoInstrument {
 }
 
 export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">, throttle?: ThrottleOptions): DynamoInstrument {
-  let counts: DynamoCounts = { sent: {}, throttled: 0, serverErrors: 0, lostReplies: 0 };
+  let counts = emptyCounts();
   const random = seededRandom(throttle?.seed ?? 7);
   const streak = new Map<string, number>();
   const maxConsecutive = throttle?.maxConsecutive ?? 2;
@@ -64,7 +80,10 @@ export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">
         streak.delete(key);
       }
       counts.sent[command] = (counts.sent[command] ?? 0) + 1;
-      const output = await next(args);
+      const writes = WRITE_COMMANDS.has(command);
+      const measured = writes || READ_COMMANDS.has(command);
+      const output = await next(measured ? { ...args, input: { ...(args.input as object), ReturnConsumedCapacity: "TOTAL" } } : args);
+      if (measured && counts.capacity) counts.capacity[writes ? "write" : "read"] += capacityUnits(output);
       const lost = throttle?.lostReplyFraction ?? 0;
       if (lost > 0 && command === "UpdateItemCommand") {
         // Applied, then the answer is lost: the ledger must recognise its own write when it retries.
@@ -82,7 +101,13 @@ export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">
     { step: "initialize", name: "chaosDynamoFaults" },
   );
   return {
-    counts: () => ({ sent: { ...counts.sent }, throttled: counts.throttled, serverErrors: counts.serverErrors, lostReplies: counts.lostReplies ?? 0 }),
-    reset: () => void (counts = { sent: {}, throttled: 0, serverErrors: 0, lostReplies: 0 }),
+    counts: () => ({
+      sent: { ...counts.sent },
+      throttled: counts.throttled,
+      serverErrors: counts.serverErrors,
+      lostReplies: counts.lostReplies ?? 0,
+      capacity: { write: counts.capacity?.write ?? 0, read: counts.capacity?.read ?? 0 },
+    }),
+    reset: () => void (counts = emptyCounts()),
   };
 }

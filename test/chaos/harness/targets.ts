@@ -277,8 +277,10 @@ export class OursInWorkers implements Target {
   }
 
   dynamoCounts(): DynamoCounts {
-    const total: DynamoCounts = { sent: {}, throttled: 0, serverErrors: 0 };
+    const total: DynamoCounts = { sent: {}, throttled: 0, serverErrors: 0, capacity: { write: 0, read: 0 } };
     for (const worker of [...this.dead, ...this.workers.values()]) {
+      total.capacity!.write += worker.lastDynamo.capacity?.write ?? 0;
+      total.capacity!.read += worker.lastDynamo.capacity?.read ?? 0;
       for (const [name, n] of Object.entries(worker.lastDynamo.sent)) total.sent[name] = (total.sent[name] ?? 0) + n;
       total.throttled += worker.lastDynamo.throttled;
       total.serverErrors += worker.lastDynamo.serverErrors;

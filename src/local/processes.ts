@@ -5,7 +5,8 @@
  *   and a Ctrl-C aimed at the test runner does not half-kill it behind our back.
  * - Output goes to a log file, never to the parent's stdout/stderr (test output stays readable).
  * - Every live child and temp dir is in a registry that an exit/signal handler cleans up synchronously,
- *   so a test process that throws or is interrupted leaves nothing behind.
+ *   so a test process that throws or is interrupted leaves nothing behind. When the program handles the
+ *   signal itself (an orderly stop), only the exit handler does, once that stop is done.
  * - A process-death watchdog (a tiny shell loop, see startReaper) covers the one case no handler can:
  *   the parent being SIGKILLed.
  */
@@ -158,10 +159,15 @@ function installExitHandlers(): void {
   process.on("exit", cleanupSync);
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     const onSignal = (): void => {
+      // Someone else handles this signal (npm start, npm run clusters): it stops the services in order
+      // (the relay releases its Lease while the API server still answers) and exits, and the exit
+      // handler kills whatever is left then. Killing everything here would pull the API server from
+      // under that orderly stop.
+      if (process.listenerCount(signal) > 1) return;
       cleanupSync();
-      // If nobody else handles this signal, behave as if we never had: die by it.
+      // Nobody else handles this signal: behave as if we never had, and die by it.
       process.off(signal, onSignal);
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+      process.kill(process.pid, signal);
     };
     process.on(signal, onSignal);
   }

@@ -12,7 +12,7 @@
  */
 
 import type { Clock } from "../clock";
-import { DEFAULT_MIGRATION_POLICY } from "../dvm/policy";
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy, policyViolations } from "../dvm/policy";
 import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
@@ -31,6 +31,11 @@ export interface DeletionDeps {
   clusters: ClusterResolver;
   clock: Clock;
   log: Logger;
+  /**
+   * The controller's migration policy: a spec it refuses is never followed, not even to clean up (its
+   * Secrets are not read). Absent for `dvm cancel`, which acts with its user's own credentials.
+   */
+  policy?: MigrationPolicy;
 }
 
 export type DeletionStep =
@@ -71,6 +76,16 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
   // An invalid spec failed before any phase body ran: nothing was created from it.
   if (!parsed.ok) return undefined;
   const { name, namespace, uid, generation } = dvm.metadata;
+  // A refused spec failed before anything was read or created for it, so there is nothing to clean; and
+  // its references (another namespace's Secret) are not the DVM's creator's to have followed. When the
+  // operator tightened the policy after phases ran, their objects stay on clusters it no longer allows.
+  const refused = deps.policy ? policyViolations(namespace, parsed.spec, deps.policy) : [];
+  if (refused.length > 0) {
+    deps.log.warn("the migration policy refuses the DVM's spec: its references are not followed to clean up", {
+      fields: refused.map((v) => v.field),
+    });
+    return undefined;
+  }
   let clusters: MigrationClusters;
   try {
     clusters = await deps.clusters.resolve(namespace, parsed.spec);
@@ -92,7 +107,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     volumes: volumePairs(parsed.spec, "VolumeMigration"),
     // Cleanup creates no pod: the image is never used.
     transferImage: DEFAULT_MIGRATION_POLICY.defaultTransferImage,
-    transfer: transferSettingsFor(parsed.spec, DEFAULT_MIGRATION_POLICY.transfer),
+    transfer: transferSettingsFor(parsed.spec, (deps.policy ?? DEFAULT_MIGRATION_POLICY).transfer),
     attempt: 0,
     clock: deps.clock,
     log: deps.log,

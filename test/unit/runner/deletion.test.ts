@@ -103,6 +103,27 @@ describe("the runner and the DVM's lifecycle", () => {
     expect([...ledger.entries.values()].every((e) => e.expiresAt !== undefined)).toBe(true);
   });
 
+  it("deleting a DVM whose spec the policy refuses follows none of its references: no Secret is read to clean up", async () => {
+    // Another namespace's kubeconfig Secret: refused outside an admin namespace, so the migration failed
+    // before anything was read; its deletion must not read it either.
+    store = new MemoryDvmStore({ ...SPEC, destinationCluster: { kubeconfigSecretRef: { name: "theirs", namespace: "victim", key: "kubeconfig" } } });
+    request = { ...request, uid: store.current().metadata.uid };
+    const resolved: string[] = [];
+    resolver = {
+      resolve: async (_namespace, spec) => (
+        resolved.push(spec.destinationCluster?.kubeconfigSecretRef.name ?? "(host)"),
+        { host: cluster, source: cluster, destination: cluster, sameCluster: true }
+      ),
+    };
+    const r = runner();
+    await runUntil(r, "Completed");
+    expect(store.current().status.conditions?.some((c) => c.type === "Failed")).toBe(true);
+    store.markDeleted();
+    for (let i = 0; i < 5 && (await r.run(request)).kind !== "gone"; i++);
+    expect(await store.get(request.namespace, request.name)).toBeUndefined();
+    expect(resolved).not.toContain("theirs");
+  });
+
   it("never runs a body for an invocation that read the DVM just before its deletion (the claim is fenced)", async () => {
     const r = runner();
     await runUntil(r, "CreateRsyncConfig");

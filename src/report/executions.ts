@@ -2,7 +2,10 @@
  * The executions of one ledger entry: the spans during which a phase body ran (or, for a wait phase,
  * during which it was being polled), read from the entry's claim records. A repeated execution is a body
  * entered again for the same (uid, phase, generation): a takeover after a crashed attempt, or, for a phase
- * that does not wait, a re-run after a failed attempt. A wait phase's polls are one execution.
+ * that does not wait, a re-run after a failed attempt. A wait phase's polls are one execution, and so
+ * are the polls of a phase that waits only sometimes (CreateDestinationPVCs while it measures the source,
+ * CreateStunnelConfig while the endpoint has no address) and a claim given back unrun (a wrong guess of
+ * the phase, runner.ts): an attempt that follows one that ended "waited" continues its execution.
  */
 import type { PhaseName } from "../dvm/itinerary";
 import type { ClaimRecord, LedgerEntry } from "../ledger/types";
@@ -35,10 +38,14 @@ export interface EntryExecutions {
 /**
  * Counted from the entry's counters alone: what the ledger knows even without claim records. A phase that
  * does not wait enters its body once per attempt, so every attempt after the first is a repeat (a
- * takeover or a re-run after a failure); a wait phase's attempts are polls, and only takeovers repeat.
+ * takeover or a re-run after a failure) unless it followed a wait; a wait phase's attempts are polls,
+ * and only takeovers repeat.
  */
-export function repeatedByCounters(entry: Pick<LedgerEntry, "attempts" | "takeovers">, waits: boolean): number {
-  return waits ? entry.takeovers : Math.max(0, entry.attempts - 1);
+export function repeatedByCounters(entry: Pick<LedgerEntry, "attempts" | "takeovers" | "waits" | "state">, waits: boolean): number {
+  if (waits) return entry.takeovers;
+  // Every wait but a last one not yet followed by another attempt was followed by a poll.
+  const polls = Math.max(0, entry.waits - (entry.state === "WAITING" ? 1 : 0));
+  return Math.max(0, entry.attempts - 1 - polls);
 }
 
 /** When the entry stopped taking time: its finish, or `now` while it is still going. */
@@ -97,23 +104,20 @@ export function executionsOf(entry: LedgerEntry, waits: boolean, now: number): E
   }
 
   const spans = spansOf(entry, records, end);
-  let executions: PhaseExecution[];
-  if (!waits) {
-    executions = spans.map((span, i) => make(span, i > 0));
-  } else {
-    // Polls belong to one execution; only a takeover starts a new one.
-    const groups: Span[][] = [];
-    for (const span of spans) {
-      const group = groups[groups.length - 1];
-      if (!group || span.takeover) groups.push([span]);
-      else group.push(span);
-    }
-    executions = groups.map((group, i) => {
-      const first = group[0]!;
-      const last = group[group.length - 1]!;
-      return make({ ...first, end: last.end, ended: last.ended }, i > 0);
-    });
+  // Polls belong to one execution. In a wait phase only a takeover starts a new one; in any other
+  // phase every attempt does, unless it follows one that waited.
+  const groups: Span[][] = [];
+  for (const span of spans) {
+    const group = groups[groups.length - 1];
+    const previous = group?.[group.length - 1];
+    if (!group || span.takeover || (!waits && previous?.ended !== "waited")) groups.push([span]);
+    else group.push(span);
   }
+  const executions: PhaseExecution[] = groups.map((group, i) => {
+    const first = group[0]!;
+    const last = group[group.length - 1]!;
+    return make({ ...first, end: last.end, ended: last.ended }, i > 0);
+  });
   const placed = executions.filter((e) => e.repeated).length;
   const repeated = Math.max(counted, placed);
   return { executions, repeated, unplaced: repeated - placed };

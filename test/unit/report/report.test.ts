@@ -158,6 +158,29 @@ describe("buildTimingReport", () => {
     expect(executionsOf(e, true, T0)).toMatchObject({ repeated: 0, unplaced: 0, executions: [{ start: T0, end: T0 + 10_000, repeated: false }] });
   });
 
+  it("counts the polls of a phase that waits only sometimes, and a claim given back unrun, as one execution; a re-run after a failure still repeats", () => {
+    const claims: ClaimRecord[] = [
+      { at: T0, attempt: 1, takeover: false, end: "waited", endedAt: T0 + 5 },
+      { at: T0 + 1_000, attempt: 2, takeover: false, end: "waited", endedAt: T0 + 1_005 },
+      { at: T0 + 2_000, attempt: 3, takeover: false, end: "completed", endedAt: T0 + 2_100 },
+    ];
+    const polled = entry("CreateDestinationPVCs", T0, 2_100, { attempts: 3, waits: 2, claims });
+    expect(PHASES.CreateDestinationPVCs.waits).toBe(false);
+    expect(executionsOf(polled, false, T0)).toMatchObject({ repeated: 0, executions: [{ start: T0, end: T0 + 2_100, repeated: false }] });
+    const { claims: _dropped, ...countersOnly } = polled;
+    expect(executionsOf(countersOnly, false, T0).repeated).toBe(0);
+
+    const rerun = entry("CreateDestinationPVCs", T0, 2_100, {
+      attempts: 2,
+      failures: 1,
+      claims: [
+        { at: T0, attempt: 1, takeover: false, end: "failed", endedAt: T0 + 5 },
+        { at: T0 + 1_000, attempt: 2, takeover: false, end: "completed", endedAt: T0 + 2_100 },
+      ],
+    });
+    expect(executionsOf(rerun, false, T0)).toMatchObject({ repeated: 1, executions: [{ repeated: false }, { repeated: true }] });
+  });
+
   it("shows a running migration: elapsed so far, phases not reached, the failure itinerary only when entered", () => {
     const entries = migration().slice(0, 4);
     const running = entries[3]!;

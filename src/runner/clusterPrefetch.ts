@@ -1,5 +1,5 @@
 /**
- * Reads a DVM's kubeconfig Secrets while its phase is being claimed, instead of after. The runner can
+ * Reads a DVM's kubeconfig Secrets while the DVM is being read, instead of after. The runner can
  * only know which Secrets a DVM names once it has read the DVM; this remembers, per DVM uid, the
  * references its last context in this process resolved (after the migration policy allowed them), and
  * starts resolving those again at the start of the next invocation. The result is used only when the
@@ -31,12 +31,12 @@ export class ClusterPrefetch {
   ) {}
 
   /**
-   * The resolver for one invocation of the DVM `uid` in `namespace`. When this process resolved that
-   * DVM's references before and they name a Secret, resolving them starts now.
+   * The resolver for one invocation of the DVM `uid` in `namespace`. With `prefetch`, when this process
+   * resolved that DVM's references before and they name a Secret, resolving them starts now.
    */
-  forInvocation(uid: string, namespace: string): ClusterResolver {
+  forInvocation(uid: string, namespace: string, prefetch: boolean): ClusterResolver {
     const known = this.remembered.get(uid);
-    const early = known && known.namespace === namespace && namesSecret(known.refs) ? settle(this.inner.resolve(namespace, known.refs)) : undefined;
+    const early = prefetch && known && known.namespace === namespace && namesSecret(known.refs) ? settle(this.inner.resolve(namespace, known.refs)) : undefined;
     return {
       resolve: async (dvmNamespace, spec) => {
         const refs = refsOf(spec);

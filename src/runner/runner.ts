@@ -103,8 +103,6 @@ export class PhaseRunner {
 
   private async runOnce(request: ReconcileRequest, stats: RunStats, options: RunOptions): Promise<RunResult> {
     const { store, ledger } = this.options;
-    // The Secrets this DVM's last context named start being read now (clusterPrefetch.ts).
-    const clusters = this.prefetch.forInvocation(request.uid, request.namespace);
     // The request's phase is a guess (the relay's last view): the phase is claimed on it before the read,
     // and the read that follows decides. It runs only if that read, made after the claim, agrees.
     const guess = guessedKey(request);
@@ -112,6 +110,9 @@ export class PhaseRunner {
       ? await ledger.claim({ uid: request.uid, ...guess }, { leaseMs: this.leaseMs, dvm: { namespace: request.namespace, name: request.name } })
       : undefined;
     if (guess && early?.kind === "held") return this.busyHeld(request, guess.phase, early);
+    // With a claimed guess the body likely runs right after the read: the Secrets this DVM's last context
+    // named are read meanwhile (clusterPrefetch.ts). Without one they are read while the fence re-reads.
+    const clusters = this.prefetch.forInvocation(request.uid, request.namespace, early?.kind === "claimed");
     const read = await store.get(request.namespace, request.name);
     const confirmed = guess !== undefined && read !== undefined && confirmsGuess(read, request.uid, guess);
     if (early?.kind === "claimed" && !confirmed) await this.dropGuess(early.claim, read, request.uid);

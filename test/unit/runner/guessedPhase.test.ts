@@ -193,7 +193,7 @@ describe("PhaseRunner with a guessed phase", () => {
     expect(executions.get("CleanStaleRsyncResources")).toBeUndefined();
   });
 
-  it("starts reading the Secrets the DVM named last time while it claims, and uses them only if the fresh spec names the same", async () => {
+  it("starts reading the Secrets the DVM named last time before it reads the DVM, and uses them only if the fresh spec names the same", async () => {
     const r = runner();
     await started(r);
     expect(resolved).toHaveLength(1);

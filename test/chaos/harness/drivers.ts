@@ -45,16 +45,18 @@ export function nextDelay(result: RunResult, capMs: number): number {
 
 /**
  * Drives every migration to Completed (as the watch shows it) or until the deadline. Like the relay, a
- * loop also wakes up early when the DVM's phase changes.
+ * loop also wakes up early when the DVM's phase changes from the one it delivered at: a phase change
+ * seen during the invocation (the invocation's own advance, usually) sends the next delivery at once,
+ * as the relay's watch event does (src/relay/queue.ts re-runs a key that changed while in flight).
  */
 export async function driveLoops(deliverer: Deliverer, history: DvmHistory, migrations: readonly StartedMigration[], options: LoopOptions): Promise<void> {
   const loop = async (migration: StartedMigration, index: number) => {
     if (index > 0) await sleep(Math.floor(options.random() * 60));
     for (let step = 0; Date.now() < options.deadline && history.completedAt(migration.uid) === undefined; step++) {
+      const delivered = history.latestByUid(migration.uid)?.status.phase;
       const result = await deliverer.deliver(requestFrom(history, migration, `loop ${index} step ${step}`));
       if (result.kind === "finished" || result.kind === "gone") return;
-      const phase = history.latestByUid(migration.uid)?.status.phase;
-      await history.waitUntil(() => history.latestByUid(migration.uid)?.status.phase !== phase, nextDelay(result, options.capMs));
+      await history.waitUntil(() => history.latestByUid(migration.uid)?.status.phase !== delivered, nextDelay(result, options.capMs));
     }
   };
   await Promise.all(migrations.flatMap((m) => Array.from({ length: options.loopsPerDvm }, (_, i) => loop(m, i))));

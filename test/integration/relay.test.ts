@@ -257,15 +257,17 @@ describe("relay against a real API server", () => {
     await eventually(() => expect(transport.for(dvm.uid).length).toBeGreaterThan(0));
     await eventually(() => expect(relay.stats().watches.every((w) => w.synced && w.connected)).toBe(true));
 
+    // The progress record first: a forward's reason is that of the newest trigger queued for it (the
+    // queue keeps the newest value), and the pod's own updates would replace the record's.
+    await fx.createOwnedProgress("progress", dvm.uid);
+    await eventually(() => expect(transport.for(dvm.uid).some((r) => /^progress .*\/progress added/.test(r.reason ?? ""))).toBe(true));
+
     const stranger = randomUUID();
     await dst.createOwnedPod("rsync-client", dvm.uid);
     await dst.createOwnedPod("someone-elses", stranger);
     // Not a transfer pod: outside the relay's pod watch (its selector), so it drives nothing.
     await dst.createOwnedPod("not-transfer", dvm.uid, false);
     await eventually(() => expect(transport.for(dvm.uid).some((r) => /^pod .*rsync-client .*@destination$/.test(r.reason ?? ""))).toBe(true));
-
-    await fx.createOwnedProgress("progress", dvm.uid);
-    await eventually(() => expect(transport.for(dvm.uid).some((r) => /^progress .*\/progress added/.test(r.reason ?? ""))).toBe(true));
     expect(transport.for(stranger)).toEqual([]);
     expect(transport.for(dvm.uid).filter((r) => (r.reason ?? "").includes("not-transfer"))).toEqual([]);
     expect(transport.maxConcurrentPerUid).toBe(1);

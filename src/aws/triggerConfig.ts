@@ -2,6 +2,11 @@
  * The trigger function's configuration: every variable it reads, checked here, once.
  *   TRIGGER_ALLOWED_SOURCES    comma-separated CloudEvent sources it accepts ("prefix*" matches a prefix);
  *                              unset or empty: it refuses every event (and says so once, at cold start)
+ *   TRIGGER_ALLOWED_NAMESPACES comma-separated namespaces an event may create a DVM in ("prefix*" matches a
+ *                              prefix); unset or empty: it refuses every event (src/events/namespaces.ts)
+ *   TRIGGER_ALLOW_ADMIN_NAMESPACES  "true" lets events create DVMs in an admin namespace that
+ *                              TRIGGER_ALLOWED_NAMESPACES names exactly; default false
+ *   DVM_ADMIN_NAMESPACES       the admin namespaces, as the phase functions read them; default dvm-system
  *   TRIGGER_MAX_EVENT_BYTES    the largest event it reads, in bytes; default 256 KiB
  *   DVM_KUBECONFIG_PARAMETER   SSM SecureString with its own kubeconfig (it may create DVMs); unset: KUBECONFIG
  *   POWERTOOLS_SERVICE_NAME    default dvm-trigger (functionConfig.ts)
@@ -9,9 +14,15 @@
  */
 import { z } from "zod";
 import { ENV, type Environment, optional, optionalText, parseEnvironment, wholeNumber } from "../config/environment";
+import { DEFAULT_ADMIN_NAMESPACES } from "../dvm/policy";
+import { flag, listOf, namespacePattern } from "../dvm/policyConfig";
+import { checkTriggerNamespaceSettings, type TriggerNamespaceSettings } from "../events/namespaces";
 
 const TriggerEnvSchema = z.object({
   [ENV.triggerAllowedSources]: optional(z.string()),
+  [ENV.triggerAllowedNamespaces]: listOf(namespacePattern).default([]),
+  [ENV.triggerAllowAdminNamespaces]: flag(false),
+  [ENV.adminNamespaces]: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
   [ENV.triggerMaxEventBytes]: optional(wholeNumber(1, 6 * 1024 * 1024)),
   [ENV.kubeconfigParameter]: optionalText(),
 });
@@ -19,14 +30,22 @@ const TriggerEnvSchema = z.object({
 export interface TriggerConfig {
   /** The allow-list's text (src/events/sources.ts parses it); undefined refuses everything. */
   allowedSources?: string;
+  namespaces: TriggerNamespaceSettings;
   maxEventBytes?: number;
   kubeconfigParameter?: string;
 }
 
 export function parseTriggerEnv(env: Environment): TriggerConfig {
   const e = parseEnvironment(TriggerEnvSchema, env, "trigger configuration");
+  const namespaces: TriggerNamespaceSettings = {
+    allowedNamespaces: e[ENV.triggerAllowedNamespaces],
+    adminNamespaces: e[ENV.adminNamespaces],
+    allowAdminNamespaces: e[ENV.triggerAllowAdminNamespaces],
+  };
+  checkTriggerNamespaceSettings(namespaces);
   return {
     ...(e[ENV.triggerAllowedSources] !== undefined ? { allowedSources: e[ENV.triggerAllowedSources] } : {}),
+    namespaces,
     ...(e[ENV.triggerMaxEventBytes] !== undefined ? { maxEventBytes: e[ENV.triggerMaxEventBytes] } : {}),
     ...(e[ENV.kubeconfigParameter] ? { kubeconfigParameter: e[ENV.kubeconfigParameter] } : {}),
   };

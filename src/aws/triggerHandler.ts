@@ -13,6 +13,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "
 import { ENV, type Environment } from "../config/environment";
 import { isPlainObject, rejection } from "../events/incoming";
 import { KubeMigrationStore } from "../events/migrationStore";
+import { triggerNamespaceRule } from "../events/namespaces";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
 import type { Logger } from "../log";
@@ -66,9 +67,11 @@ export function triggerFromEnv(env: Environment, log: Logger): Trigger {
   const config = parseTriggerEnv(env);
   const allowedSources = parseSourceAllowList(config.allowedSources);
   if (allowedSources.refusesAll) log.warn(`${ENV.triggerAllowedSources} is empty: every event will be refused`);
+  const namespaces = triggerNamespaceRule(config.namespaces);
+  if (namespaces.allowed.patterns.length === 0) log.warn(`${ENV.triggerAllowedNamespaces} is empty: every event will be refused`);
   const hostKubeConfig = createKubeconfigSource({ parameterName: config.kubeconfigParameter });
   const store = onceAsync(async () => new KubeMigrationStore(await hostKubeConfig()));
-  return createTrigger({ store, allowedSources, log, ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}) });
+  return createTrigger({ store, allowedSources, namespaces, log, ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}) });
 }
 
 function isHttpApiEvent(event: unknown): event is APIGatewayProxyEventV2 {

@@ -62,6 +62,8 @@ export const ENV = {
   // The trigger.
   triggerAllowedSources: "TRIGGER_ALLOWED_SOURCES",
   triggerMaxEventBytes: "TRIGGER_MAX_EVENT_BYTES",
+  triggerAllowedNamespaces: "TRIGGER_ALLOWED_NAMESPACES",
+  triggerAllowAdminNamespaces: "TRIGGER_ALLOW_ADMIN_NAMESPACES",
   // The relay.
   relayNamespace: "RELAY_NAMESPACE",
   relayFunctionName: "RELAY_FUNCTION_NAME",

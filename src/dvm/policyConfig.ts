@@ -49,7 +49,7 @@ export const POLICY_ENV = {
   tcpProxy: ENV.stunnelTcpProxy,
 } as const;
 
-const namespacePattern = z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9][-a-z0-9]*\*)$/, 'must be a namespace name or a "prefix*"');
+export const namespacePattern = z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9][-a-z0-9]*\*)$/, 'must be a namespace name or a "prefix*"');
 const imagePattern = z.string().regex(/^[^\s,]+$/, "must be an image reference without spaces");
 
 /** A tag other than "latest", or a digest: the reference names one image for good. */
@@ -60,7 +60,7 @@ export function isPinnedImage(image: string): boolean {
   return tag !== undefined && tag !== "" && tag !== "latest";
 }
 
-const listOf = (item: z.ZodString) =>
+export const listOf = (item: z.ZodString) =>
   z
     .string()
     .transform((text) => [...parseAllowList(text).patterns])
@@ -68,7 +68,7 @@ const listOf = (item: z.ZodString) =>
 
 /** Blank counts as unset, so a deployment can leave a variable empty. */
 const unsetIfBlank = (value: unknown) => (typeof value === "string" ? (value.trim() === "" ? undefined : value.trim()) : value);
-const flag = (fallback: boolean) =>
+export const flag = (fallback: boolean) =>
   z.preprocess(
     unsetIfBlank,
     z

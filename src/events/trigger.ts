@@ -3,7 +3,7 @@
  * one DirectVolumeMigration on the host cluster, however often the event is delivered.
  *
  * Order of checks: size (413), CloudEvents envelope (400), type (400), source allow-list (403), data
- * schema (400), then the create. Nothing is written before every check has passed. The DVM's name is
+ * schema (400), the namespace rule (403, src/events/namespaces.ts), then the create. Nothing is written before every check has passed. The DVM's name is
  * derived from the event's source and id (names.ts), so a redelivery hits AlreadyExists and gets the
  * DVM that is there (200); a DVM of that name created for another event (a hash collision) is 409.
  *
@@ -17,6 +17,7 @@ import { type Logger, silentLogger } from "../log";
 import { type HttpMessage, type Received, type ReceivedEvent, type Rejection, receiveEventBridgeEvent, receiveHttpEvent, rejection } from "./incoming";
 import type { MigrationStore, NewMigration } from "./migrationStore";
 import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION } from "./names";
+import { type TriggerNamespaceRule, triggerNamespaceRule } from "./namespaces";
 import { DEFAULT_NAME_PREFIX, MIGRATION_REQUESTED, MigrationRequestedDataSchema } from "./schema";
 import { parseSourceAllowList, type SourceAllowList } from "./sources";
 
@@ -40,6 +41,8 @@ export interface TriggerOptions {
   store: () => Promise<MigrationStore>;
   /** Default: none (every event is refused; see sources.ts). */
   allowedSources?: SourceAllowList;
+  /** Where events may create DVMs. Default: nowhere (every event is refused). */
+  namespaces?: TriggerNamespaceRule;
   /** Default DEFAULT_MAX_EVENT_BYTES (256 KiB). */
   maxBytes?: number;
   log?: Logger;
@@ -54,6 +57,7 @@ export interface Trigger {
 
 export function createTrigger(options: TriggerOptions): Trigger {
   const allowed = options.allowedSources ?? parseSourceAllowList("");
+  const namespaces = options.namespaces ?? triggerNamespaceRule({ allowedNamespaces: [], adminNamespaces: [], allowAdminNamespaces: false });
   const log = options.log ?? silentLogger;
   const limits = options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes };
 
@@ -84,6 +88,10 @@ export function createTrigger(options: TriggerOptions): Trigger {
     if (!data.success) return refuse(rejection(400, "invalid event", fieldIssues(event.dataField, data.error)), event);
 
     const { namespace, namePrefix, spec } = data.data;
+    const namespaceRefusal = namespaces.refusal(namespace);
+    if (namespaceRefusal !== undefined) {
+      return refuse(rejection(403, "namespace not allowed", [{ field: `${event.dataField}.namespace`, message: namespaceRefusal }]), event);
+    }
     const migration: NewMigration = {
       namespace,
       name: dvmNameForEvent(event, namePrefix ?? DEFAULT_NAME_PREFIX),

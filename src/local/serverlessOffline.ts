@@ -78,6 +78,8 @@ export async function startServerlessOffline(options: ServerlessOfflineOptions =
   if (env[ENV.kubeconfigParameter]) params.push(`kubeconfigParameter=${env[ENV.kubeconfigParameter]}`);
   // serverless.yml's environment wins over this process's: these settings go in as params.
   if (env[ENV.triggerAllowedSources]) params.push(`triggerAllowedSources=${env[ENV.triggerAllowedSources]}`);
+  if (env[ENV.triggerAllowedNamespaces]) params.push(`triggerAllowedNamespaces=${env[ENV.triggerAllowedNamespaces]}`);
+  if (env[ENV.triggerAllowAdminNamespaces]) params.push(`triggerAllowAdminNamespaces=${env[ENV.triggerAllowAdminNamespaces]}`);
   if (env[ENV.eventsSink]) params.push(`eventsSink=${env[ENV.eventsSink]}`);
   if (env[ENV.eventsHttpUrl]) params.push(`eventsHttpUrl=${env[ENV.eventsHttpUrl]}`);
   if (env[ENV.eventsHttpMode]) params.push(`eventsHttpMode=${env[ENV.eventsHttpMode]}`);

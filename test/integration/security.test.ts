@@ -16,6 +16,7 @@ import { parse, stringify } from "yaml";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
 import { type DirectVolumeMigration, DVM_API_VERSION, DVM_KIND, DVMP_KIND } from "../../src/dvm/types";
 import { KubeMigrationStore } from "../../src/events/migrationStore";
+import { triggerNamespaceRule } from "../../src/events/namespaces";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { parseSourceAllowList } from "../../src/events/sources";
 import { createTrigger } from "../../src/events/trigger";
@@ -320,11 +321,48 @@ describe("the trigger's source allow-list, against the real API server", () => {
     ["a source outside the allow-list", "https://ci.example.com/*", "https://intruder.example.org/run/1"],
     ["any source when the allow-list is empty", "", "https://ci.example.com/run/1"],
   ])("refuses %s (403), creating no DVM", async (_case, list, source) => {
-    const trigger = createTrigger({ store: async () => new KubeMigrationStore(clusters.source), allowedSources: parseSourceAllowList(list) });
+    const trigger = createTrigger({
+      store: async () => new KubeMigrationStore(clusters.source),
+      allowedSources: parseSourceAllowList(list),
+      namespaces: triggerNamespaceRule({ allowedNamespaces: [EVENTS_NS], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false }),
+    });
     const http = await trigger.handleHttp(HTTP.structured(event(source, `http-${list.length}`)) as never);
     expect(http).toMatchObject({ status: 403, body: { field: "source" } });
     const bridged = await trigger.handleEventBridge(bridge(source, `bridge-${list.length}`));
     expect(bridged).toMatchObject({ status: 403, body: { field: "source" } });
+    expect(await dvmsIn()).toEqual([]);
+  });
+
+  // The escalation of the second audit's first item: an allowed sender names an admin namespace, where a DVM
+  // may reach every tenant's PVCs and Secrets and run as root. Even with an identity that could create the DVM
+  // there (a cluster-wide binding, as the trigger's RBAC once had), the trigger refuses it before any call.
+  it("refuses an allowed sender's event that names the admin namespace or one outside the list, creating no DVM", async () => {
+    const ADMIN_NS = `sec-admin-${run}`;
+    await clusters.source
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: ADMIN_NS } } })
+      .catch(ignoreExists);
+    const trigger = createTrigger({
+      store: async () => new KubeMigrationStore(clusters.source),
+      allowedSources: parseSourceAllowList("*"),
+      namespaces: triggerNamespaceRule({ allowedNamespaces: [EVENTS_NS, "sec-*"], adminNamespaces: [ADMIN_NS], allowAdminNamespaces: false }),
+    });
+    const stealing = (namespace: string, id: string) =>
+      new CloudEvent<unknown>({
+        type: MIGRATION_REQUESTED,
+        source: "https://ci.example.com/run/7",
+        id,
+        data: { namespace, spec: { runAsRoot: true, persistentVolumeClaims: [pvc(EVENTS_NS)] } },
+      });
+    for (const [namespace, id] of [
+      [ADMIN_NS, "to-admin"],
+      ["default", "to-default"],
+    ] as const) {
+      const reply = await trigger.handleHttp(HTTP.structured(stealing(namespace, id)) as never);
+      expect(reply, namespace).toMatchObject({ status: 403, body: { error: "namespace not allowed", field: "data.namespace" } });
+    }
+    const inAdmin = await new KubeCluster("check", clusters.source).list({ apiVersion: DVM_API_VERSION, kind: DVM_KIND }, ADMIN_NS, {});
+    expect(inAdmin).toEqual([]);
     expect(await dvmsIn()).toEqual([]);
   });
 });

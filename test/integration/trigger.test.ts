@@ -44,6 +44,7 @@ describe.skipIf(missing("the clusters test service", available, "run without DVM
       env: {
         KUBECONFIG: clusters!.info.source.kubeconfigPath,
         TRIGGER_ALLOWED_SOURCES: `https://ci.example.com/*,${BRIDGE_SOURCE}`,
+        TRIGGER_ALLOWED_NAMESPACES: NAMESPACE,
         AWS_REGION: "us-east-1",
         LOG_LEVEL: "INFO",
       },

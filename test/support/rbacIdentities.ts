@@ -141,6 +141,8 @@ export async function createRestrictedIdentities(clusters: TestClusters, run: st
       ...manifests(join(K8S_DIR, "relay-rbac.yaml")),
       ...manifests(join(K8S_DIR, "phase-functions-rbac.yaml")),
       ...manifests(join(K8S_DIR, "trigger-rbac.yaml")),
+      // The trigger's per-namespace binding, as the operator copies it into a namespace that receives events.
+      ...manifests(join(K8S_DIR, "trigger-rolebinding.yaml")),
     ],
     run,
     namespace,

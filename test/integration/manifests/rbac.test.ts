@@ -120,6 +120,22 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
     expect(again).toBe(409);
   });
 
+  it("confines the trigger to the namespaces it is bound in: no DVM elsewhere, admin namespaces included", async () => {
+    const api = trigger.kc.makeApiClient(CustomObjectsApi);
+    const spec = { persistentVolumeClaims: [{ name: "data", namespace: "any", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
+    for (const namespace of ["dvm-system", "default"]) {
+      await expectForbidden(
+        api.createNamespacedCustomObject({
+          group: DVM_GROUP,
+          version: DVM_VERSION,
+          namespace,
+          plural: DVM_PLURAL,
+          body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: "escalation" }, spec },
+        }),
+      );
+    }
+  });
+
   it("grants each identity every rule of its roles through the bindings (paths a migration on kwok does not take too)", async () => {
     // NodePort endpoints (nodes), Routes, and progress from pod logs are not on the fixture's path, and
     // the last one even swallows its errors: ask the authorizer about every rule instead.

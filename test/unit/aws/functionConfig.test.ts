@@ -48,13 +48,27 @@ describe("the phase function's configuration", () => {
 });
 
 describe("the trigger's configuration", () => {
-  it("reads the allow-list, the size limit and the kubeconfig parameter", () => {
-    expect(parseTriggerEnv({})).toEqual({});
-    expect(parseTriggerEnv({ [ENV.triggerAllowedSources]: "urn:a,urn:b*", [ENV.triggerMaxEventBytes]: "1024", [ENV.kubeconfigParameter]: "/p" })).toEqual({
+  it("reads the allow-lists, the admin namespaces, the size limit and the kubeconfig parameter", () => {
+    expect(parseTriggerEnv({})).toEqual({ namespaces: { allowedNamespaces: [], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false } });
+    expect(
+      parseTriggerEnv({
+        [ENV.triggerAllowedSources]: "urn:a,urn:b*",
+        [ENV.triggerAllowedNamespaces]: "shop, team-*",
+        [ENV.adminNamespaces]: "ops",
+        [ENV.triggerMaxEventBytes]: "1024",
+        [ENV.kubeconfigParameter]: "/p",
+      }),
+    ).toEqual({
       allowedSources: "urn:a,urn:b*",
+      namespaces: { allowedNamespaces: ["shop", "team-*"], adminNamespaces: ["ops"], allowAdminNamespaces: false },
       maxEventBytes: 1024,
       kubeconfigParameter: "/p",
     });
+  });
+
+  it("refuses a namespace list entry that is no namespace, naming the variable", () => {
+    expect(() => parseTriggerEnv({ [ENV.triggerAllowedNamespaces]: "Shop" })).toThrow(/^trigger configuration: TRIGGER_ALLOWED_NAMESPACES/);
+    expect(() => parseTriggerEnv({ [ENV.triggerAllowAdminNamespaces]: "yes" })).toThrow(/TRIGGER_ALLOW_ADMIN_NAMESPACES/);
   });
 
   it("refuses a size limit that is not a positive whole number, naming it (it used to fall back to the default)", () => {

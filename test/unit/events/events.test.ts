@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_MAX_EVENT_BYTES, type HttpMessage, receiveEventBridgeEvent, receiveHttpEvent } from "../../../src/events/incoming";
 import type { CreateResult, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
 import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION, NAME_HASH_LENGTH } from "../../../src/events/names";
+import { triggerNamespaceRule } from "../../../src/events/namespaces";
 import { completionEvents, eventsWanted, redactSecrets } from "../../../src/events/outgoing";
 import {
   MAX_NAME_PREFIX,
@@ -31,6 +32,7 @@ const SPEC = {
   persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
 };
 const DATA = { namespace: "migrations", spec: SPEC };
+const NAMESPACES = triggerNamespaceRule({ allowedNamespaces: ["migrations"], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false });
 const SOURCE = "https://ci.example.com/pipelines/7";
 
 const requested = (overrides: Record<string, unknown> = {}) =>
@@ -157,7 +159,7 @@ describe("malformed events: refused with the failing field named, nothing create
 
   it.each(cases)("%s → %i naming %s", async (_name, message, status, field) => {
     const store = new RecordingStore();
-    const trigger = createTrigger({ store: async () => store, allowedSources: allowed });
+    const trigger = createTrigger({ store: async () => store, allowedSources: allowed, namespaces: NAMESPACES });
     const reply = await trigger.handleHttp(message);
     expect(reply.status, JSON.stringify(reply.body)).toBe(status);
     expect(reply.body).toMatchObject({ field });
@@ -197,7 +199,7 @@ describe("malformed events: refused with the failing field named, nothing create
 
   it.each(bridgeCases)("%s → %i naming %s", async (_name, event, status, field) => {
     const store = new RecordingStore();
-    const trigger = createTrigger({ store: async () => store, allowedSources: allowed });
+    const trigger = createTrigger({ store: async () => store, allowedSources: allowed, namespaces: NAMESPACES });
     const reply = await trigger.handleEventBridge(event);
     expect(reply.status, JSON.stringify(reply.body)).toBe(status);
     expect(reply.body).toMatchObject({ field });

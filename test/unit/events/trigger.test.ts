@@ -13,6 +13,7 @@ import { ENV } from "../../../src/config/environment";
 import type { DvmSpec } from "../../../src/dvm/types";
 import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
 import { dvmNameForEvent, EVENT_ANNOTATION } from "../../../src/events/names";
+import { triggerNamespaceRule } from "../../../src/events/namespaces";
 import { MIGRATION_REQUESTED } from "../../../src/events/schema";
 import { parseSourceAllowList } from "../../../src/events/sources";
 import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../../src/events/trigger";
@@ -61,8 +62,14 @@ function capturingLogger(lines: { level: string; message: string; attributes?: L
   return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: () => capturingLogger(lines) };
 }
 
+/** Events may create DVMs in "migrations" and "team-*"; dvm-system is the admin namespace. */
+const NAMESPACES = triggerNamespaceRule({ allowedNamespaces: ["migrations", "team-*"], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false });
+
 function withStore(store = new MemoryStore()): { trigger: Trigger; store: MemoryStore } {
-  return { trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("https://ci.example.com/*") }), store };
+  return {
+    trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("https://ci.example.com/*"), namespaces: NAMESPACES }),
+    store,
+  };
 }
 
 describe("the trigger", () => {
@@ -187,6 +194,48 @@ describe("the trigger", () => {
     expect(store.objects.size).toBe(0);
   });
 
+  it.each([
+    ["a namespace outside the list", "shop", /not in TRIGGER_ALLOWED_NAMESPACES/],
+    ["the admin namespace, which no entry names", "dvm-system", /not in TRIGGER_ALLOWED_NAMESPACES/],
+  ])("refuses %s (403 naming data.namespace), creating nothing", async (_case, namespace, why) => {
+    const { trigger, store } = withStore();
+    const reply = await trigger.handleHttp(HTTP.structured(requested({ data: { ...DATA, namespace } })) as never);
+    expect(reply).toMatchObject({ status: 403, body: { error: "namespace not allowed", field: "data.namespace" } });
+    expect((reply.body as { message: string }).message).toMatch(why);
+    expect(store.objects.size).toBe(0);
+  });
+
+  it("refuses an admin namespace that a prefix or even an exact entry covers, unless the operator allows admin DVMs", async () => {
+    const event = (namespace: string, id: string) =>
+      HTTP.structured(requested({ id, data: { ...DATA, namespace, spec: { ...SPEC, runAsRoot: true } } })) as never;
+    for (const allowedNamespaces of [["dvm-*"], ["*"], ["dvm-system"]]) {
+      const store = new MemoryStore();
+      const namespaces = triggerNamespaceRule({ allowedNamespaces, adminNamespaces: ["dvm-system"], allowAdminNamespaces: false });
+      const trigger = createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces });
+      const reply = await trigger.handleHttp(event("dvm-system", `admin-${allowedNamespaces[0]}`));
+      expect(reply, allowedNamespaces[0]).toMatchObject({ status: 403, body: { field: "data.namespace" } });
+      expect((reply.body as { message: string }).message).toMatch(/is an admin namespace \(DVM_ADMIN_NAMESPACES\)/);
+      expect(store.objects.size).toBe(0);
+    }
+    // Allowed only as asked: the flag and the namespace's own name; a prefix still does not reach it.
+    for (const [allowedNamespaces, status] of [
+      [["dvm-system"], 201],
+      [["dvm-*"], 403],
+    ] as const) {
+      const store = new MemoryStore();
+      const namespaces = triggerNamespaceRule({ allowedNamespaces, adminNamespaces: ["dvm-system"], allowAdminNamespaces: true });
+      const trigger = createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces });
+      expect((await trigger.handleHttp(event("dvm-system", `flag-${allowedNamespaces[0]}`))).status, allowedNamespaces[0]).toBe(status);
+    }
+  });
+
+  it("refuses every event's namespace when no namespace rule is given", async () => {
+    const store = new MemoryStore();
+    const trigger = createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") });
+    expect(await trigger.handleHttp(HTTP.structured(requested()) as never)).toMatchObject({ status: 403, body: { field: "data.namespace" } });
+    expect(store.objects.size).toBe(0);
+  });
+
   it("does not load the kubeconfig for an event it refuses", async () => {
     let loads = 0;
     const trigger = createTrigger({ store: async () => (loads++, new MemoryStore()) });
@@ -227,7 +276,7 @@ describe("the trigger function's adapter", () => {
     const store = new MemoryStore();
     const metrics = new MetricsRecorder();
     const handle = createTriggerHandler({
-      trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") }),
+      trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces: NAMESPACES }),
       log: capturingLogger(),
       metrics,
     });
@@ -293,14 +342,41 @@ describe("triggerFromEnv", () => {
     triggerFromEnv({}, log);
     expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([
       expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused"),
+      expect.stringContaining("TRIGGER_ALLOWED_NAMESPACES is empty: every event will be refused"),
     ]);
     const quiet = capturingLogger();
-    triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:a" }, quiet);
+    triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:a", [ENV.triggerAllowedNamespaces]: "shop" }, quiet);
     expect(quiet.lines).toEqual([]);
   });
 
+  it("refuses to start when the namespace list names an admin namespace without the operator's permission", () => {
+    const env = { [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "shop,ops" };
+    expect(() => triggerFromEnv({ ...env, [ENV.adminNamespaces]: "ops" }, capturingLogger())).toThrow(
+      /^trigger configuration: TRIGGER_ALLOWED_NAMESPACES: ops is an admin namespace \(DVM_ADMIN_NAMESPACES\); set TRIGGER_ALLOW_ADMIN_NAMESPACES=true/,
+    );
+    expect(() => triggerFromEnv({ ...env, [ENV.triggerAllowedNamespaces]: "dvm-system" }, capturingLogger())).toThrow(/dvm-system is an admin namespace/);
+    expect(() => triggerFromEnv({ ...env, [ENV.adminNamespaces]: "ops", [ENV.triggerAllowAdminNamespaces]: "true" }, capturingLogger())).not.toThrow();
+  });
+
+  it("reads the namespace list and the admin namespaces from the environment", async () => {
+    const trigger = triggerFromEnv({ [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*" }, capturingLogger());
+    // The default admin namespace (dvm-system) is refused although no entry covers it; "ops" is not an admin namespace here.
+    const store = (namespace: string, id: string) => trigger.handleHttp(HTTP.structured(requested({ id, data: { ...DATA, namespace } })) as never);
+    expect(await store("migrations", "n-1")).toMatchObject({ status: 403, body: { field: "data.namespace" } });
+    const admin = triggerFromEnv(
+      { [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*", [ENV.adminNamespaces]: "ops-admin" },
+      capturingLogger(),
+    );
+    const reply = await admin.handleHttp(HTTP.structured(requested({ id: "n-2", data: { ...DATA, namespace: "ops-admin" } })) as never);
+    expect(reply).toMatchObject({ status: 403, body: { field: "data.namespace" } });
+    expect((reply.body as { message: string }).message).toMatch(/admin namespace/);
+  });
+
   it("applies the allow-list and the size limit from the environment", async () => {
-    const trigger = triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:only", [ENV.triggerMaxEventBytes]: "100" }, capturingLogger());
+    const trigger = triggerFromEnv(
+      { [ENV.triggerAllowedSources]: "urn:only", [ENV.triggerAllowedNamespaces]: "migrations", [ENV.triggerMaxEventBytes]: "100" },
+      capturingLogger(),
+    );
     expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(413);
     const small = await trigger.handleHttp({
       headers: { "content-type": "application/cloudevents+json" },

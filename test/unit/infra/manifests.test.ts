@@ -53,6 +53,8 @@ function docsOf(file: string): Doc[] {
 
 const manifestFiles = yamlFiles(K8S).filter((f) => !f.endsWith("kustomization.yaml"));
 const all = manifestFiles.flatMap((file) => docsOf(file).map((doc) => ({ file: relative(ROOT, file), doc })));
+/** Not part of any build: the operator copies it into each namespace listed in triggerAllowedNamespaces. */
+const TRIGGER_BINDING_TEMPLATE = "infra/deploy/k8s/trigger-rolebinding.yaml";
 const find = (kind: string, name: string): Doc => {
   const found = all.filter((m) => m.doc.kind === kind && m.doc.metadata?.name === name);
   if (found.length !== 1) throw new Error(`expected one ${kind} ${name}, found ${found.length}`);
@@ -224,9 +226,11 @@ describe("RBAC in infra/deploy/k8s", () => {
       const [subject] = b.subjects as Array<{ kind: string; name: string; namespace: string }>;
       expect(subject!.kind).toBe("ServiceAccount");
       expect(accounts.has(`${subject!.namespace}/${subject!.name}`), `${b.metadata.name}: subject exists`).toBe(true);
-      // A RoleBinding to its Role (same namespace); a ClusterRoleBinding to a ClusterRole.
-      expect(b.roleRef).toMatchObject({ apiGroup: "rbac.authorization.k8s.io", kind: b.kind === "RoleBinding" ? "Role" : "ClusterRole" });
-      if (b.kind === "RoleBinding") expect(find("Role", b.roleRef.name).metadata.namespace).toBe(b.metadata.namespace);
+      // A RoleBinding to its Role (same namespace), or the trigger's per-namespace binding of its ClusterRole;
+      // a ClusterRoleBinding to a ClusterRole.
+      const triggerBinding = b.kind === "RoleBinding" && b.metadata.name === "dvm-trigger";
+      expect(b.roleRef).toMatchObject({ apiGroup: "rbac.authorization.k8s.io", kind: b.kind === "RoleBinding" && !triggerBinding ? "Role" : "ClusterRole" });
+      if (b.kind === "RoleBinding" && !triggerBinding) expect(find("Role", b.roleRef.name).metadata.namespace).toBe(b.metadata.namespace);
       expect(Object.keys(EXPECTED), `${b.metadata.name}: role exists`).toContain(b.roleRef.name);
       return `${subject!.name} -> ${b.roleRef.name}`;
     });
@@ -242,6 +246,18 @@ describe("RBAC in infra/deploy/k8s", () => {
         "dvm-trigger -> dvm-trigger",
       ].sort(),
     );
+  });
+});
+
+describe("the trigger's binding", () => {
+  // Whoever may send an event names the namespace: a cluster-wide binding would let an event create a DVM
+  // in an admin namespace, whose DVMs may copy any tenant's volume (issue: the second audit, item 1).
+  it("is never cluster-wide: one RoleBinding per namespace, kept out of `kubectl apply -k`", () => {
+    const bindings = all.filter((m) => /Binding$/.test(m.doc.kind) && m.doc.roleRef?.name === "dvm-trigger");
+    expect(bindings.map((m) => `${m.doc.kind} ${m.file}`)).toEqual([`RoleBinding ${TRIGGER_BINDING_TEMPLATE}`]);
+    const kustomization = parseAllDocuments(readFileSync(join(K8S, "kustomization.yaml"), "utf8"))[0]!.toJS() as { resources: string[] };
+    expect(kustomization.resources).not.toContain("trigger-rolebinding.yaml");
+    expect(bindings[0]!.doc.metadata.namespace).not.toBe("dvm-system");
   });
 });
 
@@ -325,6 +341,8 @@ describe("credentials and namespaces", () => {
   it("puts every namespaced object in dvm-system, which enforces the restricted Pod Security level", () => {
     const clusterScoped = new Set(["Namespace", "ClusterRole", "ClusterRoleBinding"]);
     for (const { file, doc } of all) {
+      // The trigger's binding is a template, copied into each namespace that receives migrations from events.
+      if (file === TRIGGER_BINDING_TEMPLATE) continue;
       if (clusterScoped.has(doc.kind)) expect(doc.metadata.namespace, `${file} ${doc.kind}`).toBeUndefined();
       else expect(doc.metadata.namespace, `${file} ${doc.kind} ${doc.metadata.name}`).toBe("dvm-system");
     }
@@ -351,7 +369,7 @@ describe("kustomizations", () => {
     const remote = resourcesOf(join(K8S, "remote"));
     expect(new Set(host).size).toBe(host.length);
     expect(new Set(remote).size).toBe(remote.length);
-    expect([...new Set([...host, ...remote])].sort()).toEqual(manifestFiles.map((f) => relative(ROOT, f)).sort());
+    expect([...new Set([...host, ...remote, TRIGGER_BINDING_TEMPLATE])].sort()).toEqual(manifestFiles.map((f) => relative(ROOT, f)).sort());
     // The remote clusters get no relay Deployment and no host roles.
     expect(remote.filter((f) => /relay-|phase-functions|trigger/.test(f))).toEqual([]);
   });

@@ -288,6 +288,10 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(trigger.Properties.Environment.Variables).toMatchObject({
       POWERTOOLS_SERVICE_NAME: "dvm-trigger",
       TRIGGER_ALLOWED_SOURCES: SOURCES[layout],
+      // No namespace unless the operator lists it; admin namespaces refused (src/events/namespaces.ts).
+      TRIGGER_ALLOWED_NAMESPACES: "",
+      TRIGGER_ALLOW_ADMIN_NAMESPACES: "false",
+      DVM_ADMIN_NAMESPACES: "dvm-system",
       // Its own identity (infra/deploy/k8s/trigger-rbac.yaml): the phase functions' may not create DVMs.
       DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
     });

@@ -13,15 +13,16 @@ import middy from "@middy/core";
 import { functionEnvironment, serviceNameOf } from "../src/aws/functionConfig";
 import { METRICS_NAMESPACE } from "../src/aws/phaseMetrics";
 import { powertoolsLogger } from "../src/aws/powertoolsLogger";
-import { createTriggerHandler, triggerFromEnv } from "../src/aws/triggerHandler";
+import { createTriggerHandler, lazyTriggerFromEnv } from "../src/aws/triggerHandler";
 
-// Module scope: created once per container (the allow-list warning is logged once, at cold start).
+// Module scope: created once per container; the trigger itself is configured at its first event (the
+// allow-list warnings are logged once per container).
 const env = functionEnvironment();
 const serviceName = serviceNameOf(env, "dvm-trigger");
 const logger = new Logger({ serviceName });
 const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName });
 const log = powertoolsLogger(logger);
 
-export const handler = middy(createTriggerHandler({ trigger: triggerFromEnv(env, log), log, metrics }))
+export const handler = middy(createTriggerHandler({ trigger: lazyTriggerFromEnv(env, log), log, metrics }))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { captureColdStartMetric: true }));

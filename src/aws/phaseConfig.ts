@@ -20,16 +20,14 @@
  * must never be the reason a phase fails.
  */
 import { z } from "zod";
-import { ENV, type Environment, optional, optionalText, parseEnvironment, wholeNumber } from "../config/environment";
+import { ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
 import type { MigrationPolicy } from "../dvm/policy";
 import { POLICY_ENV_SHAPE, policyOf } from "../dvm/policyConfig";
 import { HTTP_CONTENT_MODES, type HttpContentMode } from "../events/httpSink";
 import { DEFAULT_EVENT_SOURCE } from "../events/outgoing";
 
-const required = (message: string) => z.preprocess((value) => (typeof value === "string" ? value.trim() || undefined : value), z.string({ error: message }));
-
 const PhaseEnvSchema = z.object({
-  [ENV.ledgerTable]: required("is not set"),
+  [ENV.ledgerTable]: requiredText("is not set"),
   [ENV.kubeconfigParameter]: optionalText(),
   ...POLICY_ENV_SHAPE,
 });

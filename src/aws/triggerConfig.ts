@@ -7,22 +7,30 @@
  *   TRIGGER_ALLOW_ADMIN_NAMESPACES  "true" lets events create DVMs in an admin namespace that
  *                              TRIGGER_ALLOWED_NAMESPACES names exactly; default false
  *   DVM_ADMIN_NAMESPACES       the admin namespaces, as the phase functions read them; default dvm-system
+ *   TRIGGER_MAX_EVENT_AGE_SECONDS  the oldest event it acts on, by the event's `time`; default 1 day, at
+ *                              most 7 days (its records of handled events live 30 days: handledEventRecords.ts)
+ *   LEDGER_TABLE_NAME          the ledger table, where it remembers the events it handled. Required.
  *   TRIGGER_MAX_EVENT_BYTES    the largest event it reads, in bytes; default 256 KiB
  *   DVM_KUBECONFIG_PARAMETER   SSM SecureString with its own kubeconfig (it may create DVMs); unset: KUBECONFIG
  *   POWERTOOLS_SERVICE_NAME    default dvm-trigger (functionConfig.ts)
  * A bad setting is a ConfigurationError naming the variable.
  */
 import { z } from "zod";
-import { ENV, type Environment, optional, optionalText, parseEnvironment, wholeNumber } from "../config/environment";
+import { ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
 import { DEFAULT_ADMIN_NAMESPACES } from "../dvm/policy";
 import { flag, listOf, namespacePattern } from "../dvm/policyConfig";
 import { checkTriggerNamespaceSettings, type TriggerNamespaceSettings } from "../events/namespaces";
+
+/** Well below the 30 days its handled-event records live, so a replay can never outlive its record. */
+const MAX_EVENT_AGE_SECONDS = 7 * 24 * 60 * 60;
 
 const TriggerEnvSchema = z.object({
   [ENV.triggerAllowedSources]: optional(z.string()),
   [ENV.triggerAllowedNamespaces]: listOf(namespacePattern).default([]),
   [ENV.triggerAllowAdminNamespaces]: flag(false),
   [ENV.adminNamespaces]: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
+  [ENV.triggerMaxEventAgeSeconds]: optional(wholeNumber(60, MAX_EVENT_AGE_SECONDS)),
+  [ENV.ledgerTable]: requiredText("is not set"),
   [ENV.triggerMaxEventBytes]: optional(wholeNumber(1, 6 * 1024 * 1024)),
   [ENV.kubeconfigParameter]: optionalText(),
 });
@@ -31,6 +39,8 @@ export interface TriggerConfig {
   /** The allow-list's text (src/events/sources.ts parses it); undefined refuses everything. */
   allowedSources?: string;
   namespaces: TriggerNamespaceSettings;
+  ledgerTableName: string;
+  maxEventAgeSeconds?: number;
   maxEventBytes?: number;
   kubeconfigParameter?: string;
 }
@@ -46,6 +56,8 @@ export function parseTriggerEnv(env: Environment): TriggerConfig {
   return {
     ...(e[ENV.triggerAllowedSources] !== undefined ? { allowedSources: e[ENV.triggerAllowedSources] } : {}),
     namespaces,
+    ledgerTableName: e[ENV.ledgerTable],
+    ...(e[ENV.triggerMaxEventAgeSeconds] !== undefined ? { maxEventAgeSeconds: e[ENV.triggerMaxEventAgeSeconds] } : {}),
     ...(e[ENV.triggerMaxEventBytes] !== undefined ? { maxEventBytes: e[ENV.triggerMaxEventBytes] } : {}),
     ...(e[ENV.kubeconfigParameter] ? { kubeconfigParameter: e[ENV.kubeconfigParameter] } : {}),
   };

@@ -16,6 +16,8 @@ import { KubeMigrationStore } from "../events/migrationStore";
 import { triggerNamespaceRule } from "../events/namespaces";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
+import { createLedgerClient, DynamoHandledEvents, HANDLED_EVENT_RETENTION_SECONDS } from "../ledger";
+
 import type { Logger } from "../log";
 import { createKubeconfigSource } from "./kubeconfigSource";
 import { onceAsync } from "./once";
@@ -71,7 +73,37 @@ export function triggerFromEnv(env: Environment, log: Logger): Trigger {
   if (namespaces.allowed.patterns.length === 0) log.warn(`${ENV.triggerAllowedNamespaces} is empty: every event will be refused`);
   const hostKubeConfig = createKubeconfigSource({ parameterName: config.kubeconfigParameter });
   const store = onceAsync(async () => new KubeMigrationStore(await hostKubeConfig()));
-  return createTrigger({ store, allowedSources, namespaces, log, ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}) });
+  const handledEvents = new DynamoHandledEvents({
+    client: createLedgerClient(),
+    tableName: config.ledgerTableName,
+    retentionSeconds: HANDLED_EVENT_RETENTION_SECONDS,
+  });
+  return createTrigger({
+    store,
+    allowedSources,
+    namespaces,
+    handledEvents,
+    log,
+    ...(config.maxEventAgeSeconds !== undefined ? { maxEventAgeSeconds: config.maxEventAgeSeconds } : {}),
+    ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}),
+  });
+}
+
+/**
+ * triggerFromEnv on the first event rather than at module load, as the phase function's runner: loading
+ * the bundle needs no environment, and a bad setting fails each invocation with a message naming it.
+ */
+export function lazyTriggerFromEnv(env: Environment, log: Logger): Trigger {
+  let built: Trigger | undefined;
+  const trigger = () => {
+    built ??= triggerFromEnv(env, log);
+    return built;
+  };
+  return {
+    handle: (received) => trigger().handle(received),
+    handleHttp: (message) => trigger().handleHttp(message),
+    handleEventBridge: (event) => trigger().handleEventBridge(event),
+  };
 }
 
 function isHttpApiEvent(event: unknown): event is APIGatewayProxyEventV2 {

@@ -64,6 +64,7 @@ export const ENV = {
   triggerMaxEventBytes: "TRIGGER_MAX_EVENT_BYTES",
   triggerAllowedNamespaces: "TRIGGER_ALLOWED_NAMESPACES",
   triggerAllowAdminNamespaces: "TRIGGER_ALLOW_ADMIN_NAMESPACES",
+  triggerMaxEventAgeSeconds: "TRIGGER_MAX_EVENT_AGE_SECONDS",
   // The relay.
   relayNamespace: "RELAY_NAMESPACE",
   relayFunctionName: "RELAY_FUNCTION_NAME",
@@ -100,6 +101,10 @@ export const blankIsUnset = (value: unknown) => (typeof value === "string" && va
 
 /** An optional variable: blank or unset is undefined, anything else must pass `schema`. */
 export const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema.optional());
+
+/** Required text, trimmed; blank or unset fails with `message`. */
+export const requiredText = (message: string) =>
+  z.preprocess((value) => (typeof value === "string" ? value.trim() || undefined : value), z.string({ error: message }));
 
 /** Optional text, trimmed. */
 export const optionalText = () => optional(z.string().trim().min(1));

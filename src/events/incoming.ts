@@ -125,7 +125,8 @@ export function receiveEventBridgeEvent(event: unknown, options: { maxBytes?: nu
   if (isPlainObject(detail) && "specversion" in detail) return receiveStructured(detail, "eventbridge-cloudevent", "detail.");
 
   const issues: FieldIssue[] = [];
-  for (const field of ["id", "source", "detail-type"] as const) {
+  // EventBridge always sets `time`; the trigger bounds an event's age by it.
+  for (const field of ["id", "source", "detail-type", "time"] as const) {
     if (!nonEmptyString(event[field])) issues.push({ field, message: "required: a non-empty string" });
   }
   if (detail === undefined || detail === null) issues.push({ field: "detail", message: "required: the migration request" });
@@ -204,9 +205,11 @@ function checkAttributes(read: (name: string) => unknown, prefix: string): Field
       issues.push({ field: `${prefix}specversion`, message: `CloudEvents ${value} is not supported: only ${SPEC_VERSION}` });
     }
   }
-  // The SDK replaces a time it cannot read with the current time; a sender's mistake should be named.
+  // Required here although CloudEvents makes it optional: the trigger tells an old replay from a new request
+  // by it (src/events/trigger.ts). The SDK replaces a time it cannot read (or none) with the current time.
   const time = read("time");
-  if (time !== undefined && !(typeof time === "string" && RFC3339.test(time) && !Number.isNaN(Date.parse(time)))) {
+  if (time === undefined) issues.push({ field: `${prefix}time`, message: "required: when the request was made, so a replay can be told from it" });
+  else if (!(typeof time === "string" && RFC3339.test(time) && !Number.isNaN(Date.parse(time)))) {
     issues.push({ field: `${prefix}time`, message: "must be an RFC 3339 timestamp" });
   }
   return issues;

@@ -3,17 +3,23 @@
  * one DirectVolumeMigration on the host cluster, however often the event is delivered.
  *
  * Order of checks: size (413), CloudEvents envelope (400), type (400), source allow-list (403), data
- * schema (400), the namespace rule (403, src/events/namespaces.ts), then the create. Nothing is written before every check has passed. The DVM's name is
- * derived from the event's source and id (names.ts), so a redelivery hits AlreadyExists and gets the
- * DVM that is there (200); a DVM of that name created for another event (a hash collision) is 409.
+ * schema (400), the namespace rule (403, src/events/namespaces.ts), the event's age (400, `time`), then
+ * the create. Nothing is written before every check has passed. The DVM's name is derived from the
+ * event's source and id (names.ts), so a redelivery hits AlreadyExists and gets the DVM that is there
+ * (200); a DVM of that name created for another event (a hash collision) is 409. Each handled event is
+ * remembered beyond its DVM's life (handledEvents.ts): a replay after the DVM was deleted is 409, never a
+ * second migration, and an event older than the records last is refused for its age.
  *
  * Replies are plain { status, body } values; src/aws/triggerHandler.ts turns them into an API Gateway
  * response or an EventBridge invocation result.
  */
 
+import { type Clock, systemClock } from "../clock";
 import { fieldIssues } from "../issues";
 import { KubeApiError } from "../kube/errors";
+import { LedgerUnavailableError } from "../ledger/errors";
 import { type Logger, silentLogger } from "../log";
+import type { EventIdentity, HandledEvents } from "./handledEvents";
 import { type HttpMessage, type Received, type ReceivedEvent, type Rejection, receiveEventBridgeEvent, receiveHttpEvent, rejection } from "./incoming";
 import type { MigrationStore, NewMigration } from "./migrationStore";
 import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION } from "./names";
@@ -23,6 +29,11 @@ import { parseSourceAllowList, type SourceAllowList } from "./sources";
 
 export const CREATED_BY_LABEL = "app.kubernetes.io/created-by";
 export const CREATED_BY = "dvm-serverless-trigger";
+
+/** One day: far beyond Lambda's and EventBridge's own retries, far below the records' retention. */
+export const DEFAULT_MAX_EVENT_AGE_SECONDS = 24 * 60 * 60;
+/** A sender's clock may run ahead of ours by this much. */
+const MAX_CLOCK_SKEW_MS = 5 * 60 * 1000;
 
 export interface MigrationRef {
   namespace: string;
@@ -43,6 +54,11 @@ export interface TriggerOptions {
   allowedSources?: SourceAllowList;
   /** Where events may create DVMs. Default: nowhere (every event is refused). */
   namespaces?: TriggerNamespaceRule;
+  /** The events handled before, kept beyond their DVMs' life (src/ledger/handledEventRecords.ts). */
+  handledEvents: HandledEvents;
+  /** The oldest event accepted, by its `time`; default DEFAULT_MAX_EVENT_AGE_SECONDS. Keep it below the records' retention. */
+  maxEventAgeSeconds?: number;
+  clock?: Clock;
   /** Default DEFAULT_MAX_EVENT_BYTES (256 KiB). */
   maxBytes?: number;
   log?: Logger;
@@ -60,6 +76,8 @@ export function createTrigger(options: TriggerOptions): Trigger {
   const namespaces = options.namespaces ?? triggerNamespaceRule({ allowedNamespaces: [], adminNamespaces: [], allowAdminNamespaces: false });
   const log = options.log ?? silentLogger;
   const limits = options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes };
+  const clock = options.clock ?? systemClock;
+  const maxAgeSeconds = options.maxEventAgeSeconds ?? DEFAULT_MAX_EVENT_AGE_SECONDS;
 
   const refuse = (r: Rejection, event?: ReceivedEvent): TriggerReply => {
     log.warn(`event refused: ${r.field}: ${r.message}`, {
@@ -92,6 +110,11 @@ export function createTrigger(options: TriggerOptions): Trigger {
     if (namespaceRefusal !== undefined) {
       return refuse(rejection(403, "namespace not allowed", [{ field: `${event.dataField}.namespace`, message: namespaceRefusal }]), event);
     }
+    const ageRefusal = eventAgeRefusal(event.time, clock.now(), maxAgeSeconds);
+    if (ageRefusal !== undefined) {
+      const field = event.mode === "eventbridge-cloudevent" ? "detail.time" : "time";
+      return refuse(rejection(400, "invalid event", [{ field, message: ageRefusal }]), event);
+    }
     const migration: NewMigration = {
       namespace,
       name: dvmNameForEvent(event, namePrefix ?? DEFAULT_NAME_PREFIX),
@@ -101,7 +124,7 @@ export function createTrigger(options: TriggerOptions): Trigger {
     };
     const eventLog = log.child({ source: event.source, id: event.id, dvm: `${namespace}/${migration.name}` });
     try {
-      return await create(await options.store(), migration, event, eventLog);
+      return await create(await options.store(), options.handledEvents, migration, event, eventLog, clock);
     } catch (error) {
       return failure(error, eventLog, event.dataField);
     }
@@ -114,20 +137,63 @@ export function createTrigger(options: TriggerOptions): Trigger {
   };
 }
 
-async function create(store: MigrationStore, migration: NewMigration, event: ReceivedEvent, log: Logger): Promise<TriggerReply> {
+/** Why an event's `time` makes it too old (or too far ahead) to act on; undefined when it is recent. */
+function eventAgeRefusal(time: string | undefined, now: number, maxAgeSeconds: number): string | undefined {
+  const at = time === undefined ? Number.NaN : Date.parse(time);
+  if (Number.isNaN(at)) return "required: an RFC 3339 timestamp of when the request was made";
+  if (now - at > maxAgeSeconds * 1000) {
+    return `the event is older than ${maxAgeSeconds} s (TRIGGER_MAX_EVENT_AGE_SECONDS): an old request is never acted on; send a new event`;
+  }
+  if (at - now > MAX_CLOCK_SKEW_MS) return `the event's time is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes ahead of the trigger's clock`;
+  return undefined;
+}
+
+async function create(
+  store: MigrationStore,
+  handledEvents: HandledEvents,
+  migration: NewMigration,
+  event: ReceivedEvent,
+  log: Logger,
+  clock: Clock,
+): Promise<TriggerReply> {
   const { namespace, name } = migration;
   const identity = { source: event.source, id: event.id, type: event.type };
+  const eventKey: EventIdentity = { source: event.source, id: event.id };
+  const handled = await handledEvents.recall(eventKey);
+  if (handled) {
+    const existing = await store.get(handled.namespace, handled.name);
+    const migrationRef = { namespace: handled.namespace, name: handled.name, uid: handled.uid };
+    if (existing?.uid === handled.uid) {
+      log.info("event redelivered: the migration exists already", { uid: handled.uid });
+      return { status: 200, body: { result: "exists", migration: migrationRef, event: identity } };
+    }
+    log.warn("event replayed after its migration was deleted: refused", { uid: handled.uid, handledAt: handled.handledAt });
+    return {
+      status: 409,
+      body: {
+        error: "event already handled",
+        field: "id",
+        message:
+          `this event created DirectVolumeMigration ${handled.namespace}/${handled.name} (uid ${handled.uid}) at ${handled.handledAt}, ` +
+          "which no longer exists; a replayed event never migrates again: send a new event (another id) to migrate again",
+      },
+    };
+  }
+  const remembered = async (uid: string) => handledEvents.remember(eventKey, { namespace, name, uid, handledAt: new Date(clock.now()).toISOString() });
   // Two rounds: the DVM can be deleted between our AlreadyExists and the read that follows it.
   for (let round = 0; round < 2; round++) {
     const created = await store.create(migration);
     if (created.kind === "created") {
       log.info("migration created", { uid: created.uid });
+      await remembered(created.uid);
       return { status: 201, body: { result: "created", migration: { namespace, name, uid: created.uid }, event: identity } };
     }
     const existing = await store.get(namespace, name);
     if (!existing) continue;
     if (createdForEvent(existing.annotations, event)) {
+      // Created by an earlier delivery that ended before it remembered the event.
       log.info("event redelivered: the migration exists already", { uid: existing.uid });
+      await remembered(existing.uid);
       return { status: 200, body: { result: "exists", migration: { namespace, name, uid: existing.uid }, event: identity } };
     }
     log.error("name collision: the DVM of this name was created for another event", { uid: existing.uid });
@@ -149,6 +215,10 @@ async function create(store: MigrationStore, migration: NewMigration, event: Rec
 
 function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
   const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof LedgerUnavailableError) {
+    log.warn("the ledger is unavailable; the sender should retry", { error: message });
+    return { status: 503, body: { error: "unavailable", message: "the trigger's event records are unavailable; try again" }, retryAfterSeconds: 5 };
+  }
   if (error instanceof KubeApiError) {
     if (error.isNotFound && /namespaces? "[^"]*" not found/.test(message)) {
       return {

@@ -27,6 +27,7 @@ import { LABEL } from "../../src/phases/names";
 import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { MemoryHandledEvents } from "../support/memoryHandledEvents";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
 
 const clusters = testClusters();
@@ -323,6 +324,7 @@ describe("the trigger's source allow-list, against the real API server", () => {
   ])("refuses %s (403), creating no DVM", async (_case, list, source) => {
     const trigger = createTrigger({
       store: async () => new KubeMigrationStore(clusters.source),
+      handledEvents: new MemoryHandledEvents(),
       allowedSources: parseSourceAllowList(list),
       namespaces: triggerNamespaceRule({ allowedNamespaces: [EVENTS_NS], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false }),
     });
@@ -344,6 +346,7 @@ describe("the trigger's source allow-list, against the real API server", () => {
       .catch(ignoreExists);
     const trigger = createTrigger({
       store: async () => new KubeMigrationStore(clusters.source),
+      handledEvents: new MemoryHandledEvents(),
       allowedSources: parseSourceAllowList("*"),
       namespaces: triggerNamespaceRule({ allowedNamespaces: [EVENTS_NS, "sec-*"], adminNamespaces: [ADMIN_NS], allowAdminNamespaces: false }),
     });

@@ -49,11 +49,17 @@ describe("the phase function's configuration", () => {
 
 describe("the trigger's configuration", () => {
   it("reads the allow-lists, the admin namespaces, the size limit and the kubeconfig parameter", () => {
-    expect(parseTriggerEnv({})).toEqual({ namespaces: { allowedNamespaces: [], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false } });
+    expect(() => parseTriggerEnv({})).toThrow(/^trigger configuration: LEDGER_TABLE_NAME: is not set/);
+    expect(parseTriggerEnv({ [ENV.ledgerTable]: "t" })).toEqual({
+      ledgerTableName: "t",
+      namespaces: { allowedNamespaces: [], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false },
+    });
     expect(
       parseTriggerEnv({
+        [ENV.ledgerTable]: "t",
         [ENV.triggerAllowedSources]: "urn:a,urn:b*",
         [ENV.triggerAllowedNamespaces]: "shop, team-*",
+        [ENV.triggerMaxEventAgeSeconds]: "600",
         [ENV.adminNamespaces]: "ops",
         [ENV.triggerMaxEventBytes]: "1024",
         [ENV.kubeconfigParameter]: "/p",
@@ -61,6 +67,8 @@ describe("the trigger's configuration", () => {
     ).toEqual({
       allowedSources: "urn:a,urn:b*",
       namespaces: { allowedNamespaces: ["shop", "team-*"], adminNamespaces: ["ops"], allowAdminNamespaces: false },
+      ledgerTableName: "t",
+      maxEventAgeSeconds: 600,
       maxEventBytes: 1024,
       kubeconfigParameter: "/p",
     });
@@ -73,8 +81,8 @@ describe("the trigger's configuration", () => {
 
   it("refuses a size limit that is not a positive whole number, naming it (it used to fall back to the default)", () => {
     for (const value of ["0", "-5", "big", "1.5"]) {
-      expect(() => triggerFromEnv({ [ENV.triggerMaxEventBytes]: value }, silentLogger)).toThrow(ConfigurationError);
-      expect(() => parseTriggerEnv({ [ENV.triggerMaxEventBytes]: value })).toThrow(/^trigger configuration: TRIGGER_MAX_EVENT_BYTES: /);
+      expect(() => triggerFromEnv({ [ENV.ledgerTable]: "t", [ENV.triggerMaxEventBytes]: value }, silentLogger)).toThrow(ConfigurationError);
+      expect(() => parseTriggerEnv({ [ENV.ledgerTable]: "t", [ENV.triggerMaxEventBytes]: value })).toThrow(/^trigger configuration: TRIGGER_MAX_EVENT_BYTES: /);
     }
   });
 });

@@ -27,6 +27,7 @@ import {
 import { eventBridgeSourceMatch, parseSourceAllowList } from "../../../src/events/sources";
 import { createTrigger } from "../../../src/events/trigger";
 import type { LedgerEntry } from "../../../src/ledger";
+import { MemoryHandledEvents } from "../../support/memoryHandledEvents";
 
 const SPEC = {
   persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
@@ -43,7 +44,7 @@ const rawStructured = (body: unknown): HttpMessage => ({
   headers: { "Content-Type": "application/cloudevents+json; charset=utf-8" },
   body: typeof body === "string" ? body : JSON.stringify(body),
 });
-const envelope = { specversion: "1.0", id: "req-1", source: SOURCE, type: MIGRATION_REQUESTED };
+const envelope = { specversion: "1.0", id: "req-1", source: SOURCE, type: MIGRATION_REQUESTED, time: "2026-12-03T10:00:00Z" };
 const asMessage = (message: Message): HttpMessage => message as HttpMessage;
 
 /** A store that records creations; the table below checks that no refused event reaches it. */
@@ -159,7 +160,7 @@ describe("malformed events: refused with the failing field named, nothing create
 
   it.each(cases)("%s → %i naming %s", async (_name, message, status, field) => {
     const store = new RecordingStore();
-    const trigger = createTrigger({ store: async () => store, allowedSources: allowed, namespaces: NAMESPACES });
+    const trigger = createTrigger({ handledEvents: new MemoryHandledEvents(), store: async () => store, allowedSources: allowed, namespaces: NAMESPACES });
     const reply = await trigger.handleHttp(message);
     expect(reply.status, JSON.stringify(reply.body)).toBe(status);
     expect(reply.body).toMatchObject({ field });
@@ -199,7 +200,7 @@ describe("malformed events: refused with the failing field named, nothing create
 
   it.each(bridgeCases)("%s → %i naming %s", async (_name, event, status, field) => {
     const store = new RecordingStore();
-    const trigger = createTrigger({ store: async () => store, allowedSources: allowed, namespaces: NAMESPACES });
+    const trigger = createTrigger({ handledEvents: new MemoryHandledEvents(), store: async () => store, allowedSources: allowed, namespaces: NAMESPACES });
     const reply = await trigger.handleEventBridge(event);
     expect(reply.status, JSON.stringify(reply.body)).toBe(status);
     expect(reply.body).toMatchObject({ field });
@@ -207,10 +208,10 @@ describe("malformed events: refused with the failing field named, nothing create
   });
 
   it("lists every issue, not only the first", async () => {
-    const trigger = createTrigger({ store: async () => new RecordingStore() });
+    const trigger = createTrigger({ handledEvents: new MemoryHandledEvents(), store: async () => new RecordingStore() });
     const reply = await trigger.handleHttp(rawStructured({ specversion: "1.0", type: MIGRATION_REQUESTED }));
     expect(reply.status).toBe(400);
-    expect((reply.body as { issues?: { field: string }[] }).issues?.map((i) => i.field)).toEqual(["id", "source"]);
+    expect((reply.body as { issues?: { field: string }[] }).issues?.map((i) => i.field)).toEqual(["id", "source", "time"]);
   });
 });
 

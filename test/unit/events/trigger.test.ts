@@ -11,6 +11,7 @@ import type { MetricsWriter } from "../../../src/aws/phaseMetrics";
 import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../../src/aws/triggerHandler";
 import { ENV } from "../../../src/config/environment";
 import type { DvmSpec } from "../../../src/dvm/types";
+import type { HandledEvents } from "../../../src/events/handledEvents";
 import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
 import { dvmNameForEvent, EVENT_ANNOTATION } from "../../../src/events/names";
 import { triggerNamespaceRule } from "../../../src/events/namespaces";
@@ -18,7 +19,9 @@ import { MIGRATION_REQUESTED } from "../../../src/events/schema";
 import { parseSourceAllowList } from "../../../src/events/sources";
 import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../../src/events/trigger";
 import { KubeApiError } from "../../../src/kube/errors";
+import { LedgerUnavailableError } from "../../../src/ledger/errors";
 import type { LogAttributes, Logger } from "../../../src/log";
+import { MemoryHandledEvents } from "../../support/memoryHandledEvents";
 
 const SPEC: DvmSpec = {
   persistentVolumeClaims: [{ name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
@@ -67,7 +70,12 @@ const NAMESPACES = triggerNamespaceRule({ allowedNamespaces: ["migrations", "tea
 
 function withStore(store = new MemoryStore()): { trigger: Trigger; store: MemoryStore } {
   return {
-    trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("https://ci.example.com/*"), namespaces: NAMESPACES }),
+    trigger: createTrigger({
+      handledEvents: new MemoryHandledEvents(),
+      store: async () => store,
+      allowedSources: parseSourceAllowList("https://ci.example.com/*"),
+      namespaces: NAMESPACES,
+    }),
     store,
   };
 }
@@ -98,6 +106,7 @@ describe("the trigger", () => {
     const viaBridge = await trigger.handleEventBridge({
       id: "bridge-1",
       "detail-type": MIGRATION_REQUESTED,
+      time: new Date().toISOString(),
       source: "ignored",
       detail: JSON.parse(HTTP.structured(requested()).body as string),
     });
@@ -137,7 +146,8 @@ describe("the trigger", () => {
 
   it("creates again when the DVM vanished between AlreadyExists and the read", async () => {
     const { trigger, store } = withStore();
-    await trigger.handleHttp(HTTP.structured(requested()) as never);
+    // Created by an earlier delivery that ended before it recorded the event.
+    await store.create({ namespace: "migrations", name: dvmNameForEvent({ source: SOURCE, id: "req-1" }), annotations: {}, labels: {}, spec: SPEC });
     store.vanishOnce = true;
     const reply = await trigger.handleHttp(HTTP.structured(requested()) as never);
     expect(reply.status).toBe(201);
@@ -171,13 +181,18 @@ describe("the trigger", () => {
     for (const allowedSources of [parseSourceAllowList(""), parseSourceAllowList(" , "), undefined]) {
       const store = new MemoryStore();
       let loads = 0;
-      const trigger = createTrigger({ store: async () => (loads++, store), ...(allowedSources ? { allowedSources } : {}) });
+      const trigger = createTrigger({
+        handledEvents: new MemoryHandledEvents(),
+        store: async () => (loads++, store),
+        ...(allowedSources ? { allowedSources } : {}),
+      });
       const http = await trigger.handleHttp(HTTP.structured(requested()) as never);
       expect(http).toMatchObject({ status: 403, body: { error: "source not allowed", field: "source" } });
       const bridge = await trigger.handleEventBridge({
         version: "0",
         id: "e-1",
         "detail-type": MIGRATION_REQUESTED,
+        time: new Date().toISOString(),
         source: "com.example.ci",
         detail: { namespace: "migrations", spec: {} },
       });
@@ -211,7 +226,12 @@ describe("the trigger", () => {
     for (const allowedNamespaces of [["dvm-*"], ["*"], ["dvm-system"]]) {
       const store = new MemoryStore();
       const namespaces = triggerNamespaceRule({ allowedNamespaces, adminNamespaces: ["dvm-system"], allowAdminNamespaces: false });
-      const trigger = createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces });
+      const trigger = createTrigger({
+        handledEvents: new MemoryHandledEvents(),
+        store: async () => store,
+        allowedSources: parseSourceAllowList("*"),
+        namespaces,
+      });
       const reply = await trigger.handleHttp(event("dvm-system", `admin-${allowedNamespaces[0]}`));
       expect(reply, allowedNamespaces[0]).toMatchObject({ status: 403, body: { field: "data.namespace" } });
       expect((reply.body as { message: string }).message).toMatch(/is an admin namespace \(DVM_ADMIN_NAMESPACES\)/);
@@ -224,21 +244,86 @@ describe("the trigger", () => {
     ] as const) {
       const store = new MemoryStore();
       const namespaces = triggerNamespaceRule({ allowedNamespaces, adminNamespaces: ["dvm-system"], allowAdminNamespaces: true });
-      const trigger = createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces });
+      const trigger = createTrigger({
+        handledEvents: new MemoryHandledEvents(),
+        store: async () => store,
+        allowedSources: parseSourceAllowList("*"),
+        namespaces,
+      });
       expect((await trigger.handleHttp(event("dvm-system", `flag-${allowedNamespaces[0]}`))).status, allowedNamespaces[0]).toBe(status);
     }
   });
 
   it("refuses every event's namespace when no namespace rule is given", async () => {
     const store = new MemoryStore();
-    const trigger = createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*") });
+    const trigger = createTrigger({ handledEvents: new MemoryHandledEvents(), store: async () => store, allowedSources: parseSourceAllowList("*") });
     expect(await trigger.handleHttp(HTTP.structured(requested()) as never)).toMatchObject({ status: 403, body: { field: "data.namespace" } });
+    expect(store.objects.size).toBe(0);
+  });
+
+  it("never creates a second DVM for an event replayed after its DVM was deleted (409 naming the DVM it made)", async () => {
+    const { trigger, store } = withStore();
+    const first = await trigger.handleHttp(HTTP.structured(requested()) as never);
+    expect(first.status).toBe(201);
+    store.objects.clear();
+    const replay = await trigger.handleHttp(HTTP.binary(requested()) as never);
+    expect(replay).toMatchObject({ status: 409, body: { error: "event already handled", field: "id" } });
+    expect((replay.body as { message: string }).message).toMatch(
+      /created DirectVolumeMigration migrations\/migration-[0-9a-f]+ \(uid uid-1\).*no longer exists/,
+    );
+    expect(store.objects.size).toBe(0);
+    expect(store.creates).toBe(1);
+  });
+
+  it("records an event whose DVM an earlier, interrupted delivery created, so a later replay is refused too", async () => {
+    const handledEvents = new MemoryHandledEvents();
+    const store = new MemoryStore();
+    const trigger = createTrigger({ handledEvents, store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces: NAMESPACES });
+    const name = dvmNameForEvent({ source: SOURCE, id: "req-1" });
+    const annotations = { [EVENT_ANNOTATION.source]: SOURCE, [EVENT_ANNOTATION.id]: "req-1", [EVENT_ANNOTATION.type]: MIGRATION_REQUESTED };
+    await store.create({ namespace: "migrations", name, annotations, labels: {}, spec: SPEC });
+    expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(200);
+    expect(handledEvents.records.size).toBe(1);
+    store.objects.clear();
+    expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(409);
+  });
+
+  it("refuses an event older than its age bound, or from too far ahead, naming time", async () => {
+    const now = Date.parse("2026-12-03T12:00:00Z");
+    const store = new MemoryStore();
+    const trigger = createTrigger({
+      handledEvents: new MemoryHandledEvents(),
+      store: async () => store,
+      allowedSources: parseSourceAllowList("*"),
+      namespaces: NAMESPACES,
+      maxEventAgeSeconds: 3600,
+      clock: { now: () => now },
+    });
+    const at = (offsetMs: number, id: string) => HTTP.structured(requested({ id, time: new Date(now + offsetMs).toISOString() })) as never;
+    const old = await trigger.handleHttp(at(-3601_000, "old"));
+    expect(old).toMatchObject({ status: 400, body: { field: "time" } });
+    expect((old.body as { message: string }).message).toMatch(/older than 3600 s \(TRIGGER_MAX_EVENT_AGE_SECONDS\)/);
+    expect(await trigger.handleHttp(at(10 * 60_000, "ahead"))).toMatchObject({ status: 400, body: { field: "time" } });
+    expect(store.objects.size).toBe(0);
+    expect((await trigger.handleHttp(at(-3599_000, "recent"))).status).toBe(201);
+  });
+
+  it("answers 503 when its records of handled events cannot be read, creating nothing", async () => {
+    const store = new MemoryStore();
+    const unavailable: HandledEvents = {
+      recall: async () => {
+        throw new LedgerUnavailableError("recall a handled event", 3, new Error("throttled"));
+      },
+      remember: async () => undefined,
+    };
+    const trigger = createTrigger({ handledEvents: unavailable, store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces: NAMESPACES });
+    expect(await trigger.handleHttp(HTTP.structured(requested()) as never)).toMatchObject({ status: 503, retryAfterSeconds: 5 });
     expect(store.objects.size).toBe(0);
   });
 
   it("does not load the kubeconfig for an event it refuses", async () => {
     let loads = 0;
-    const trigger = createTrigger({ store: async () => (loads++, new MemoryStore()) });
+    const trigger = createTrigger({ handledEvents: new MemoryHandledEvents(), store: async () => (loads++, new MemoryStore()) });
     await trigger.handleHttp({ headers: {}, body: "{}" });
     expect(loads).toBe(0);
   });
@@ -276,7 +361,12 @@ describe("the trigger function's adapter", () => {
     const store = new MemoryStore();
     const metrics = new MetricsRecorder();
     const handle = createTriggerHandler({
-      trigger: createTrigger({ store: async () => store, allowedSources: parseSourceAllowList("*"), namespaces: NAMESPACES }),
+      trigger: createTrigger({
+        handledEvents: new MemoryHandledEvents(),
+        store: async () => store,
+        allowedSources: parseSourceAllowList("*"),
+        namespaces: NAMESPACES,
+      }),
       log: capturingLogger(),
       metrics,
     });
@@ -308,7 +398,9 @@ describe("the trigger function's adapter", () => {
     const http = (await handle(httpApiEvent(HTTP.structured(requested())))) as APIGatewayProxyStructuredResultV2;
     expect(http.statusCode).toBe(503);
     expect(http.headers).toMatchObject({ "retry-after": "5" });
-    await expect(handle({ id: "b1", "detail-type": MIGRATION_REQUESTED, source: "urn:x", detail: DATA })).rejects.toBeInstanceOf(TriggerUnavailableError);
+    await expect(
+      handle({ id: "b1", "detail-type": MIGRATION_REQUESTED, time: new Date().toISOString(), source: "urn:x", detail: DATA }),
+    ).rejects.toBeInstanceOf(TriggerUnavailableError);
   });
 
   it("returns the reply of an EventBridge event, refused ones included (not retried)", async () => {
@@ -317,14 +409,27 @@ describe("the trigger function's adapter", () => {
       version: "0",
       id: "b1",
       "detail-type": MIGRATION_REQUESTED,
+      time: new Date().toISOString(),
       source: "com.example.ci",
-      time: "2024-05-01T10:00:00Z",
       detail: DATA,
     });
     expect(created).toMatchObject({ status: 201, body: { event: { source: "com.example.ci", id: "b1" } } });
-    const redelivered = await handle({ version: "0", id: "b1", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: DATA });
+    const redelivered = await handle({
+      version: "0",
+      id: "b1",
+      "detail-type": MIGRATION_REQUESTED,
+      time: new Date().toISOString(),
+      source: "com.example.ci",
+      detail: DATA,
+    });
     expect(redelivered).toMatchObject({ status: 200 });
-    const refused = await handle({ id: "b2", "detail-type": MIGRATION_REQUESTED, source: "com.example.ci", detail: { namespace: "migrations" } });
+    const refused = await handle({
+      id: "b2",
+      "detail-type": MIGRATION_REQUESTED,
+      time: new Date().toISOString(),
+      source: "com.example.ci",
+      detail: { namespace: "migrations" },
+    });
     expect(refused).toMatchObject({ status: 400, body: { field: "detail.spec" } });
     expect(store.objects.size).toBe(1);
   });
@@ -339,18 +444,18 @@ describe("the trigger function's adapter", () => {
 describe("triggerFromEnv", () => {
   it("warns once, when built, that an empty allow-list refuses every event", () => {
     const log = capturingLogger();
-    triggerFromEnv({}, log);
+    triggerFromEnv({ [ENV.ledgerTable]: "ledger" }, log);
     expect(log.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([
       expect.stringContaining("TRIGGER_ALLOWED_SOURCES is empty: every event will be refused"),
       expect.stringContaining("TRIGGER_ALLOWED_NAMESPACES is empty: every event will be refused"),
     ]);
     const quiet = capturingLogger();
-    triggerFromEnv({ [ENV.triggerAllowedSources]: "urn:a", [ENV.triggerAllowedNamespaces]: "shop" }, quiet);
+    triggerFromEnv({ [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "urn:a", [ENV.triggerAllowedNamespaces]: "shop" }, quiet);
     expect(quiet.lines).toEqual([]);
   });
 
   it("refuses to start when the namespace list names an admin namespace without the operator's permission", () => {
-    const env = { [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "shop,ops" };
+    const env = { [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "shop,ops" };
     expect(() => triggerFromEnv({ ...env, [ENV.adminNamespaces]: "ops" }, capturingLogger())).toThrow(
       /^trigger configuration: TRIGGER_ALLOWED_NAMESPACES: ops is an admin namespace \(DVM_ADMIN_NAMESPACES\); set TRIGGER_ALLOW_ADMIN_NAMESPACES=true/,
     );
@@ -359,12 +464,15 @@ describe("triggerFromEnv", () => {
   });
 
   it("reads the namespace list and the admin namespaces from the environment", async () => {
-    const trigger = triggerFromEnv({ [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*" }, capturingLogger());
+    const trigger = triggerFromEnv(
+      { [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*" },
+      capturingLogger(),
+    );
     // The default admin namespace (dvm-system) is refused although no entry covers it; "ops" is not an admin namespace here.
     const store = (namespace: string, id: string) => trigger.handleHttp(HTTP.structured(requested({ id, data: { ...DATA, namespace } })) as never);
     expect(await store("migrations", "n-1")).toMatchObject({ status: 403, body: { field: "data.namespace" } });
     const admin = triggerFromEnv(
-      { [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*", [ENV.adminNamespaces]: "ops-admin" },
+      { [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*", [ENV.adminNamespaces]: "ops-admin" },
       capturingLogger(),
     );
     const reply = await admin.handleHttp(HTTP.structured(requested({ id: "n-2", data: { ...DATA, namespace: "ops-admin" } })) as never);
@@ -374,13 +482,13 @@ describe("triggerFromEnv", () => {
 
   it("applies the allow-list and the size limit from the environment", async () => {
     const trigger = triggerFromEnv(
-      { [ENV.triggerAllowedSources]: "urn:only", [ENV.triggerAllowedNamespaces]: "migrations", [ENV.triggerMaxEventBytes]: "100" },
+      { [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "urn:only", [ENV.triggerAllowedNamespaces]: "migrations", [ENV.triggerMaxEventBytes]: "160" },
       capturingLogger(),
     );
     expect((await trigger.handleHttp(HTTP.structured(requested()) as never)).status).toBe(413);
     const small = await trigger.handleHttp({
       headers: { "content-type": "application/cloudevents+json" },
-      body: JSON.stringify({ specversion: "1.0", id: "1", source: "urn:x", type: MIGRATION_REQUESTED }),
+      body: JSON.stringify({ specversion: "1.0", id: "1", source: "urn:x", type: MIGRATION_REQUESTED, time: new Date().toISOString() }),
     });
     expect(small).toMatchObject({ status: 403, body: { field: "source" } });
   });

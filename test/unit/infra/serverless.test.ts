@@ -17,6 +17,7 @@ import { type FunctionLayout, phaseFunctionKeys, phaseFunctionName } from "../..
 import { EXECUTABLE_PHASES, PHASES } from "../../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
 import { POLICY_ENV, parsePolicyEnv } from "../../../src/dvm/policyConfig";
+import { handledEventKey } from "../../../src/events/handledEvents";
 import { MIGRATION_REQUESTED } from "../../../src/events/schema";
 import { DEFAULT_LEASE_MS } from "../../../src/runner/runner";
 import { type PackagedService, packageService } from "../../support/osls";
@@ -40,6 +41,7 @@ const ADMIN: Record<FunctionLayout, string | undefined> = { shared: undefined, "
  */
 const ACTION_OF_OPERATION: Record<string, string> = {
   UpdateItem: "dynamodb:UpdateItem",
+  GetItem: "dynamodb:GetItem",
   Query: "dynamodb:Query",
   GetParameter: "ssm:GetParameter",
   PutEvents: "events:PutEvents",
@@ -175,11 +177,22 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     for (const [id] of phaseFunctionsOf(resources)) expect(roles.get(id)).toBe("IamRoleLambdaExecution");
   });
 
-  it("keeps the trigger away from the ledger and the phase functions' kubeconfig", () => {
+  it("keeps the trigger away from the phase entries of the ledger and the phase functions' kubeconfig", () => {
     const { resources } = get(layout);
     const statements = statementsOf(resources.TriggerRole);
     const actions = statements.flatMap((s) => [s.Action].flat() as string[]);
-    expect(actions.filter((a) => a.startsWith("dynamodb:") || a.startsWith("events:") || a.startsWith("lambda:"))).toEqual([]);
+    expect(actions.filter((a) => a.startsWith("events:") || a.startsWith("lambda:"))).toEqual([]);
+    // Its handled-event records only: the partitions src/events/handledEvents.ts names, never a DVM's uid.
+    const ledger = statements.filter((s) => [s.Action].flat().some((a: string) => a.startsWith("dynamodb:")));
+    expect(ledger).toEqual([
+      {
+        Effect: "Allow",
+        Action: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        Resource: getAtt("LedgerTable"),
+        Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["event#*"] } },
+      },
+    ]);
+    expect(handledEventKey({ source: "s", id: "i" })).toMatch(/^event#/);
     const parameters = statements.filter((s) => [s.Action].flat().includes("ssm:GetParameter")).map((s) => JSON.stringify(s.Resource));
     expect(parameters).toHaveLength(1);
     expect(parameters[0]).toContain(`":parameter","/${SERVICE}/${STAGE}/trigger-kubeconfig"`);
@@ -291,7 +304,10 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       // No namespace unless the operator lists it; admin namespaces refused (src/events/namespaces.ts).
       TRIGGER_ALLOWED_NAMESPACES: "",
       TRIGGER_ALLOW_ADMIN_NAMESPACES: "false",
-      DVM_ADMIN_NAMESPACES: "dvm-system",
+      // The phase functions' admin namespaces, which it refuses.
+      DVM_ADMIN_NAMESPACES: ADMIN[layout] ?? "dvm-system",
+      // Its handled-event records (provider.environment gives every function the table).
+      LEDGER_TABLE_NAME: `${SERVICE}-${STAGE}-ledger`,
       // Its own identity (infra/deploy/k8s/trigger-rbac.yaml): the phase functions' may not create DVMs.
       DVM_KUBECONFIG_PARAMETER: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
     });

@@ -242,11 +242,9 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(statements[0]!.Resource).toEqual(expect.arrayContaining(targets));
     expect(statements[0]!.Resource).toHaveLength(targets.length);
 
-    // Attached from the policy's side (Roles), the one moto's CloudFormation also honours.
     const relay = resources.RelayRole;
     expect(relay.Properties.Policies).toBeUndefined();
-    expect(relay.Properties.ManagedPolicyArns).toBeUndefined();
-    expect(policy.Properties.Roles).toEqual([{ Ref: "RelayRole" }]);
+    expect(relay.Properties.ManagedPolicyArns).toEqual([{ Ref: "RelayInvokePolicy" }]);
     expect(relay.Properties.AssumeRolePolicyDocument.Statement).toEqual([expect.objectContaining({ Action: "sts:AssumeRole" })]);
   });
 

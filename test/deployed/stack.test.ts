@@ -101,7 +101,7 @@ const kubeconfig = (server: string, token: string) =>
 const HOST_KUBECONFIG = kubeconfig("https://host.example.com:6443", "phase-token");
 const TRIGGER_KUBECONFIG = kubeconfig("https://host.example.com:6443", "trigger-token");
 
-/** Resources moto's CloudFormation does not create (they stay in the stack without a physical id). */
+/** Resource types moto's CloudFormation does not create (ListStackResources does not name them). */
 const NOT_CREATED_BY_MOTO = [
   "AWS::ApiGatewayV2::Api",
   "AWS::ApiGatewayV2::Integration",

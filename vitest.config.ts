@@ -3,7 +3,8 @@ import { defineConfig } from "vitest/config";
 // Projects: unit tests of pure logic (no services); integration and chaos tests against real parts
 // (DynamoDB Local, kube-apiserver + etcd + kwok, rsync, stunnel), which the global setups start once per run
 // unless the environment points at existing ones (AWS_ENDPOINT_URL*, KUBECONFIG); and nodes, whole
-// migrations on real pods (node mode, src/local/nodes).
+// migrations on real pods (node mode, src/local/nodes); and deployed, the stack deployed with osls to moto's AWS
+// API emulator.
 export default defineConfig({
   test: {
     projects: [
@@ -32,6 +33,18 @@ export default defineConfig({
           globalSetup: ["test/setup/dynamo.ts", "test/setup/nodes.ts"],
           testTimeout: 600_000,
           hookTimeout: 900_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // The stack as osls deploys it, against moto's AWS API emulator (docs/operations.md, "Dry run").
+          name: "deployed",
+          include: ["test/deployed/**/*.test.ts"],
+          globalSetup: ["test/setup/moto.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
+          // One moto for the run, whose IAM enforcement is server-wide: files one after another.
           fileParallelism: false,
         },
       },

@@ -56,8 +56,27 @@ export const STEPS = [
   { name: "npm dependencies", run: npmDependencies },
   { name: "control plane (kube-apiserver, etcd, kwok)", skip: clustersSkipReason, run: controlPlane },
   { name: "DynamoDB Local", skip: dynamoSkipReason, run: () => runScript("infra/dev/dynamodb/fetch.sh") },
+  { name: "Python tools (moto_server, cfn-lint)", skip: pythonToolsSkipReason, run: pythonTools },
   { name: "node images", skip: nodeImagesSkipReason, run: () => runScript("infra/dev/nodes/images.sh") },
 ];
+
+/**
+ * Installed with pip, not apt: moto's AWS API emulator (the deployed tests) and AWS's CloudFormation linter
+ * (the template's lint). Absent, the suites that need them say so (a failure in CI, a skip elsewhere); the
+ * set-up only prints how to get them.
+ */
+const PYTHON_TOOLS = ["moto_server", "cfn-lint"];
+const PYTHON_TOOLS_INSTALL = "pip install 'moto[server]' cfn-lint";
+
+/** @param {Context} ctx */
+function pythonToolsSkipReason(ctx) {
+  return ctx.mode === "test" ? undefined : "only the tests use them";
+}
+
+function pythonTools() {
+  const absent = PYTHON_TOOLS.filter((command) => !onPath(command));
+  if (absent.length > 0) say(`${absent.join(" and ")} missing: ${PYTHON_TOOLS_INSTALL}`);
+}
 
 function checkNode() {
   const major = Number(process.versions.node.split(".")[0]);

@@ -30,14 +30,23 @@ export interface PackagedService {
   zip: Buffer;
 }
 
-export async function packageService(options: PackageOptions): Promise<PackagedService> {
-  const service = join(options.scratch, `service-${options.name}`);
+/**
+ * A private service folder, <scratch>/service-<name>: a copy of serverless.yml (osls wants a real file)
+ * and symlinks to the repository's other top-level entries, so osls's .serverless and .esbuild land there.
+ */
+export function serviceCopy(scratch: string, name: string): string {
+  const service = join(scratch, `service-${name}`);
   mkdirSync(service);
   for (const entry of readdirSync(ROOT)) {
     if (SKIPPED.includes(entry)) continue;
     if (entry === "serverless.yml") copyFileSync(join(ROOT, entry), join(service, entry));
     else symlinkSync(join(ROOT, entry), join(service, entry));
   }
+  return service;
+}
+
+export async function packageService(options: PackageOptions): Promise<PackagedService> {
+  const service = serviceCopy(options.scratch, options.name);
   const dir = join(options.scratch, options.name);
   try {
     await run(join(ROOT, "node_modules", ".bin", "osls"), ["package", "--stage", options.stage, "--package", dir, ...(options.params ?? [])], {

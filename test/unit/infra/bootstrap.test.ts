@@ -30,6 +30,7 @@ describe("bootstrap", () => {
     expect(names.indexOf("Debian packages")).toBeLessThan(names.indexOf("npm dependencies"));
     expect(names.indexOf("npm dependencies")).toBeLessThan(names.findIndex((n) => n.startsWith("control plane")));
     expect(names).toContain("DynamoDB Local");
+    expect(names).toContain("Python tools (moto_server, cfn-lint)");
     expect(names.at(-1)).toBe("node images");
   });
 

@@ -6,7 +6,7 @@
  * bus and a named one, an empty allow-list and a set one are checked.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -20,7 +20,9 @@ import { POLICY_ENV, parsePolicyEnv } from "../../../src/dvm/policyConfig";
 import { handledEventKey } from "../../../src/events/handledEvents";
 import { MIGRATION_REQUESTED } from "../../../src/events/schema";
 import { DEFAULT_LEASE_MS } from "../../../src/runner/runner";
+import { CFN_LINT_INSTALL, cfnLint, cfnLintInstalled } from "../../support/cfnLint";
 import { type PackagedService, packageService } from "../../support/osls";
+import { missing } from "../../support/requirements";
 
 const run = promisify(execFile);
 const STAGE = "ci";
@@ -28,6 +30,8 @@ const SERVICE = "dvm-serverless";
 const LAYOUTS: FunctionLayout[] = ["shared", "per-phase"];
 const PACKAGE_TIMEOUT_MS = 240_000;
 const TRIGGER = "TriggerLambdaFunction";
+/** Lambda's runtime for every function (provider.runtime). */
+const RUNTIME = "nodejs24.x";
 /** The bus each layout is packaged with ("default" is the account's default bus: no EventBusName). */
 const BUS: Record<FunctionLayout, string> = { shared: "default", "per-phase": "dvm-events-ci" };
 /** The trigger's allowed sources each layout is packaged with (empty: the default, refuse everything). */
@@ -112,9 +116,9 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     }
   });
 
-  it("runs every phase function on nodejs22.x with the bundled handler, within the runner's lease", () => {
+  it("runs every phase function on nodejs24.x with the bundled handler, within the runner's lease", () => {
     for (const [, fn] of phaseFunctionsOf(get(layout).resources)) {
-      expect(fn.Properties.Runtime).toBe("nodejs22.x");
+      expect(fn.Properties.Runtime).toBe(RUNTIME);
       expect(fn.Properties.Handler).toBe("functions/phase.handler");
       // A live invocation must never be taken over: the lease outlasts the function timeout.
       expect(fn.Properties.Timeout * 1000).toBeLessThan(DEFAULT_LEASE_MS);
@@ -165,14 +169,14 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       const onFailure = ofType(resources, "AWS::Lambda::EventInvokeConfig").find(([, c]) => c.Properties.FunctionName.Ref === id)?.[1].Properties
         .DestinationConfig?.OnFailure;
       const expected = [...operations.map((op) => ACTION_OF_OPERATION[op]!), ...(onFailure ? ["sqs:SendMessage"] : [])];
-      const role = resources[fn.Properties.Role["Fn::GetAtt"][0]];
+      const role = resources[roleOf(fn)];
       const granted = statementsOf(role)
         .flatMap((s) => [s.Action].flat() as string[])
         .filter((a) => !a.startsWith("logs:"));
       expect([...new Set(granted)].sort(), id).toEqual([...new Set(expected)].sort());
     }
     // One role per kind of function: the phase functions share the one their identical code needs.
-    const roles = new Map(functions.map(([id, fn]) => [id, fn.Properties.Role["Fn::GetAtt"][0] as string]));
+    const roles = new Map(functions.map(([id, fn]) => [id, roleOf(fn)]));
     expect(roles.get(TRIGGER)).toBe("TriggerRole");
     for (const [id] of phaseFunctionsOf(resources)) expect(roles.get(id)).toBe("IamRoleLambdaExecution");
   });
@@ -293,9 +297,9 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
     expect(trigger.Properties).toMatchObject({
       FunctionName: `${SERVICE}-${STAGE}-trigger`,
       Handler: "functions/trigger.handler",
-      Runtime: "nodejs22.x",
-      Role: getAtt("TriggerRole"),
+      Runtime: RUNTIME,
     });
+    expect(roleOf(trigger)).toBe("TriggerRole");
     // Below the HTTP API's 30 s integration limit.
     expect(trigger.Properties.Timeout).toBeLessThanOrEqual(29);
     expect(trigger.Properties.Environment.Variables).toMatchObject({
@@ -388,6 +392,34 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
   });
 });
 
+describe.skipIf(missing("cfn-lint", cfnLintInstalled(), CFN_LINT_INSTALL)).each(LAYOUTS)("cfn-lint, layout %s", (layout) => {
+  const templates = ["cloudformation-template-update-stack.json", "cloudformation-template-create-stack.json"];
+
+  it.each(templates)(
+    "finds no error and no warning in %s",
+    async (template) => {
+      expect(await cfnLint(join(get(layout).dir, template))).toEqual([]);
+    },
+    120_000,
+  );
+
+  it("is silenced only for the framework's own W3005 on the HTTP API route, which it would report", async () => {
+    const { dir, template } = get(layout);
+    // No template-wide suppression, and only the route (osls's, not ours) carries one.
+    expect(template.Metadata).toBeUndefined();
+    const silenced = Object.entries(template.Resources as Json).filter(([, r]) => r.Metadata?.["cfn-lint"]);
+    expect(silenced.map(([id, r]) => [id, r.Metadata["cfn-lint"]])).toEqual([["HttpApiRoutePostMigrations", { config: { ignore_checks: ["W3005"] } }]]);
+    // Without it, cfn-lint reports exactly that warning: the suppression hides nothing else.
+    const bare = JSON.parse(readFileSync(join(dir, templates[0]!), "utf8")) as Json;
+    delete bare.Resources.HttpApiRoutePostMigrations.Metadata;
+    const file = join(scratch, `bare-${layout}.json`);
+    writeFileSync(file, JSON.stringify(bare, null, 2));
+    const findings = await cfnLint(file);
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatch(/:W3005:'HttpApiIntegrationTrigger' dependency already enforced by a 'Ref' at 'Resources\/HttpApiRoutePostMigrations\//);
+  }, 120_000);
+});
+
 describe("the deployment package", () => {
   it("holds only the bundles, which load in a fresh Node process", async () => {
     const { zip } = get("shared");
@@ -416,6 +448,15 @@ describe("the deployment package", () => {
 
 function keyOf<T extends Record<string, string>>(record: T, value: string): string {
   return Object.entries(record).find(([, v]) => v === value)![0];
+}
+
+/** The logical id of a function's role: `Fn::GetAtt [id, Arn]`, or `Fn::Sub "${id.Arn}"` (no redundant DependsOn). */
+function roleOf(fn: Json): string {
+  const role = fn.Properties.Role;
+  if (role["Fn::GetAtt"]) return role["Fn::GetAtt"][0];
+  const sub = /^\$\{(\w+)\.Arn\}$/.exec(role["Fn::Sub"] ?? "");
+  if (!sub) throw new Error(`unexpected Role ${JSON.stringify(role)}`);
+  return sub[1]!;
 }
 
 function statementsOf(role: Json): Json[] {

@@ -198,7 +198,12 @@ describe.skipIf(missing("moto_server", moto, MOTO_INSTALL))("the stack deployed 
         kubeconfigParameter: `/${SERVICE}/${STAGE}/host-kubeconfig`,
       });
       const triggerEnv = (await stack.functionConfiguration(stack.triggerFunctionName)).Environment!.Variables!;
-      expect(parseTriggerEnv(triggerEnv)).toEqual({ allowedSources: ALLOWED_SOURCES, kubeconfigParameter: `/${SERVICE}/${STAGE}/trigger-kubeconfig` });
+      expect(parseTriggerEnv(triggerEnv)).toEqual({
+        allowedSources: ALLOWED_SOURCES,
+        namespaces: { allowedNamespaces: [], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false },
+        ledgerTableName: `${SERVICE}-${STAGE}-ledger`,
+        kubeconfigParameter: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
+      });
     });
 
     it("gives each role exactly its statements, on the deployed resources' ARNs", async () => {
@@ -228,6 +233,9 @@ describe.skipIf(missing("moto_server", moto, MOTO_INSTALL))("the stack deployed 
         "logs:PutLogEvents": triggerLogs,
         "ssm:GetParameter": [arn("ssm", `parameter/${SERVICE}/${STAGE}/trigger-kubeconfig`)],
         "sqs:SendMessage": [await queueArn("TriggerFailureQueue")],
+        // Its handled-event records; the LeadingKeys condition is checked in the template's unit test.
+        "dynamodb:GetItem": [Table!.TableArn],
+        "dynamodb:UpdateItem": [Table!.TableArn],
       });
     });
 

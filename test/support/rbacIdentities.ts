@@ -37,7 +37,7 @@ export interface RestrictedIdentities {
 /**
  * The RBAC objects of `docs`, made unique to this run so that they can be created for real next to
  * anything already on the cluster (an existing cluster may have infra/deploy/k8s applied): ClusterRoles and
- * ClusterRoleBindings get a suffix (roleRef follows); ServiceAccounts, Roles and RoleBindings move to the
+ * ClusterRoleBindings get a suffix (roleRef follows, in RoleBindings of a ClusterRole too); ServiceAccounts, Roles and RoleBindings move to the
  * test namespace (the relay's Lease is then made there). Token
  * Secrets are left out (nothing fills them without a controller-manager; tokens come from TokenRequest).
  */
@@ -63,6 +63,8 @@ function instantiate(docs: Manifest[], run: string, testNamespace: string): Mani
         return [copy];
       case "RoleBinding":
         copy.metadata!.namespace = testNamespace;
+        // A RoleBinding of a ClusterRole (the trigger's, one per namespace) follows the ClusterRole's new name.
+        if (copy.roleRef.kind === "ClusterRole") copy.roleRef.name += suffix;
         copy.subjects = copy.subjects.map((s: { namespace?: string }) => ({ ...s, namespace: testNamespace }));
         return [copy];
       default:

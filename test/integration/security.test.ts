@@ -304,6 +304,7 @@ describe("the trigger's source allow-list, against the real API server", () => {
     id,
     "detail-type": MIGRATION_REQUESTED,
     source,
+    time: new Date().toISOString(),
     detail: { namespace: EVENTS_NS, spec: { persistentVolumeClaims: [pvc(EVENTS_NS)] } },
   });
   const dvmsIn = async () =>
@@ -339,7 +340,7 @@ describe("the trigger's source allow-list, against the real API server", () => {
   // may reach every tenant's PVCs and Secrets and run as root. Even with an identity that could create the DVM
   // there (a cluster-wide binding, as the trigger's RBAC once had), the trigger refuses it before any call.
   it("refuses an allowed sender's event that names the admin namespace or one outside the list, creating no DVM", async () => {
-    const ADMIN_NS = `sec-admin-${run}`;
+    const ADMIN_NS = `sec-events-admin-${run}`;
     await clusters.source
       .makeApiClient(CoreV1Api)
       .createNamespace({ body: { metadata: { name: ADMIN_NS } } })

@@ -21,6 +21,12 @@ interface ResourceInfo {
 
 const MERGE_PATCH = "application/merge-patch+json";
 
+/**
+ * A bound on one log read: the log belongs to a pod that runs in a tenant's namespace, and a line without
+ * an end (or very long lines) must not fill the function's memory. Progress needs only the last lines.
+ */
+export const POD_LOG_LIMIT_BYTES = 64 * 1024;
+
 export class KubeCluster implements Cluster {
   readonly rest: KubeRest;
   /** Discovery answers per group/version, kept for the life of the client (they do not change). */
@@ -121,10 +127,16 @@ export class KubeCluster implements Cluster {
     );
   }
 
+  /** The last `tailLines` lines of a container's log, never more than POD_LOG_LIMIT_BYTES of them. */
   async podLogs(namespace: string, name: string, container: string, tailLines: number): Promise<string> {
     try {
       return await this.rest.request<string>(
-        { method: "GET", path: resourcePath("v1", "pods", namespace, name, "log"), query: { container, tailLines }, text: true },
+        {
+          method: "GET",
+          path: resourcePath("v1", "pods", namespace, name, "log"),
+          query: { container, tailLines, limitBytes: POD_LOG_LIMIT_BYTES },
+          text: true,
+        },
         `${this.name}: logs of pod ${namespace}/${name}`,
       );
     } catch (error) {

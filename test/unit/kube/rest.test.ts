@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { KubeApiError } from "../../../src/kube/errors";
+import { KubeCluster, POD_LOG_LIMIT_BYTES } from "../../../src/kube/kubeCluster";
 import { KubeConfig } from "../../../src/kube/kubeConfig";
 import { KubeRest } from "../../../src/kube/rest";
 
@@ -69,5 +70,18 @@ describe("KubeRest connections", () => {
     expect(await rest.request({ method: "GET", path: "/api" }, "read")).toEqual({ served: 1 });
     expect(await rest.request({ method: "GET", path: "/api" }, "read")).toEqual({ served: 3 });
     expect(connections()).toBe(2);
+  });
+
+  // A tenant's pod can write a log line without end: a log read asks the API server for a bounded tail.
+  it("reads a pod's log with a byte limit beside the line count", async () => {
+    const queries: URLSearchParams[] = [];
+    const { rest } = await serve((req, res) => {
+      queries.push(new URL(req.url ?? "", "http://x").searchParams);
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("line\n");
+    });
+    const cluster = new KubeCluster("source", rest.kubeConfig);
+    expect(await cluster.podLogs("ns", "pod", "rsync", 20)).toBe("line\n");
+    expect(Object.fromEntries(queries[0]!)).toMatchObject({ container: "rsync", tailLines: "20", limitBytes: String(POD_LOG_LIMIT_BYTES) });
   });
 });

@@ -6,6 +6,8 @@
 # group is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Node 24 from node_modules/.bin first, as npm scripts have it (the machine's Node only starts npm).
+export PATH="$PWD/node_modules/.bin:$PATH"
 env_file=$(mktemp)
 setsid node --import tsx infra/dev/local/services.ts "$env_file" &
 services=$!

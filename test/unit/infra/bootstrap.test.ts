@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript (it runs before any dependency is installed), no declaration file.
-import { formatDuration, PACKAGES, remainingSeconds, STEPS } from "../../../infra/dev/bootstrap.mjs";
+import { formatDuration, LAMBDA_BUILD_STAGES, PACKAGES, remainingSeconds, STEPS } from "../../../infra/dev/bootstrap.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const SCRIPT = join(ROOT, "infra", "dev", "bootstrap.mjs");
@@ -31,16 +31,21 @@ describe("bootstrap", () => {
     expect(names.indexOf("npm dependencies")).toBeLessThan(names.findIndex((n) => n.startsWith("control plane")));
     expect(names).toContain("DynamoDB Local");
     expect(names).toContain("Python tools (moto_server, cfn-lint)");
+    expect(names.indexOf("npm dependencies")).toBeLessThan(names.findIndex((n) => n.startsWith("Lambda runtime")));
     expect(names.at(-1)).toBe("node images");
   });
 
   it("knows every Debian package the set-up may need", () => {
     expect((PACKAGES as { name: string }[]).map((p) => p.name).sort()).toEqual(
       [
+        "autoconf",
+        "automake",
+        "cmake",
         "containerd",
         "containernetworking-plugins",
         "debootstrap",
         "iptables",
+        "libtool",
         "openjdk-17-jre-headless",
         "openssl",
         "rsync",
@@ -49,6 +54,7 @@ describe("bootstrap", () => {
         "stunnel4",
         "tinyproxy",
         "umoci",
+        "unzip",
       ].sort(),
     );
   });
@@ -66,8 +72,20 @@ describe("bootstrap", () => {
       }
     }
     expect(remainingSeconds(0, 0, 4)).toBeLessThan(remainingSeconds(0, 0, 2));
+    // The Lambda runtime's build has its own stages.
+    let lambdaPrevious = Number.POSITIVE_INFINITY;
+    for (const stage of LAMBDA_BUILD_STAGES.keys()) {
+      const left = remainingSeconds(stage, 0, 2, LAMBDA_BUILD_STAGES);
+      expect(left).toBeLessThanOrEqual(lambdaPrevious);
+      lambdaPrevious = left;
+    }
     expect(formatDuration(125)).toBe("2 min 05 s");
     expect(formatDuration(9)).toBe("9 s");
+  });
+
+  it("builds the Lambda runtime for the tests only", () => {
+    const step = (STEPS as { name: string; skip?: (ctx: { mode: string }) => string | undefined }[]).find((s) => s.name.startsWith("Lambda runtime"));
+    expect(step?.skip?.({ mode: "start" })).toMatch(/only the tests/);
   });
 
   it("rejects an unknown mode with its usage", () => {

@@ -437,10 +437,11 @@ describe("the relay image and the kind run", () => {
     .filter((line) => line.trim() && !line.trim().startsWith("#"))
     .map((line) => line.trim());
 
-  it("is the bundle alone on a distroless Node 22, as a numeric non-root user the Deployment also uses", () => {
+  it("is the bundle and the tests' Node 24 alone on a distroless base, as a numeric non-root user the Deployment also uses", () => {
     const from = instructions.filter((i) => i.startsWith("FROM "));
-    expect(from).toEqual(["FROM gcr.io/distroless/nodejs22-debian12:nonroot"]);
-    expect(instructions.filter((i) => /^(COPY|ADD) /.test(i))).toEqual(["COPY relay.mjs /app/relay.mjs"]);
+    expect(from).toEqual(["FROM gcr.io/distroless/cc-debian12:nonroot"]);
+    expect(instructions.filter((i) => /^(COPY|ADD) /.test(i))).toEqual(["COPY node /nodejs/bin/node", "COPY relay.mjs /app/relay.mjs"]);
+    expect(instructions).toContain('ENTRYPOINT ["/nodejs/bin/node"]');
     expect(instructions.filter((i) => i.startsWith("RUN "))).toEqual([]);
     const user = instructions.find((i) => i.startsWith("USER "));
     expect(user).toBe("USER 65532:65532");

@@ -12,7 +12,7 @@
 import { type Clock, systemClock } from "../clock";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
-import { DEFAULT_MIGRATION_POLICY, formatViolation, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
+import { DEFAULT_MIGRATION_POLICY, formatViolation, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../dvm/status";
 import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type Condition, type DirectVolumeMigration, DVM_FINALIZER, type DvmSpec, type DvmStatus, parseDvmSpec, type SpecParseResult } from "../dvm/types";
@@ -579,7 +579,7 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
     clusters: input.lease ? input.lease.fence(clusters) : clusters,
     volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
     transferImage: transferImageFor(spec, input.policy),
-    transfer: transferSettingsFor(spec, input.policy.transfer),
+    transfer: transferSettingsFor(spec, input.policy.transfer, (namespace) => isAdminNamespace(namespace, input.policy)),
     attempt: input.attempt,
     clock: input.clock,
     log: input.log,

@@ -57,8 +57,9 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     expect(decode(client, "stunnel.conf")).not.toContain("protocol");
   });
 
-  it("points every client at the operator's proxy, its credentials in the client Secrets only", async () => {
-    const policy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+  it("points clients in admin namespaces at the operator's proxy, its credential in those client Secrets only", async () => {
+    const operator = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+    const policy = { ...operator, adminNamespaces: ["shop", "ops"] };
     const { ctx, host, source, destination } = await configured(TWO_NAMESPACE_SPEC, policy);
     await createRsyncConfig(ctx);
     await createStunnelConfig(ctx);
@@ -73,6 +74,29 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     expect(JSON.stringify(server)).not.toContain("hunter2");
     expect(JSON.stringify(await host.list(KINDS.Secret, ctx.dvm.namespace, {}))).not.toContain("hunter2");
     expect(JSON.stringify(ctx)).not.toContain("hunter2");
+  });
+
+  it("never writes the operator's proxy credential into a tenant namespace: the tenant proxy goes there", async () => {
+    const operator = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+    // "shop" and "ops" are tenant namespaces (the default admin namespace is dvm-system).
+    const refused = await configured(TWO_NAMESPACE_SPEC, operator);
+    await createRsyncConfig(refused.ctx);
+    await expect(createStunnelConfig(refused.ctx)).rejects.toThrow(/spec\.persistentVolumeClaims\[0\]\.namespace: .*must set DVM_STUNNEL_TCP_PROXY_TENANT/);
+    expect(JSON.stringify(await refused.source.list(KINDS.Secret, "shop", {}))).not.toContain("hunter2");
+
+    const withTenantProxy = parsePolicyEnv({
+      DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128",
+      DVM_STUNNEL_TCP_PROXY_TENANT: "http://tenant:visible@tenants.corp.example:3129",
+    });
+    const { ctx, source } = await configured(TWO_NAMESPACE_SPEC, withTenantProxy);
+    await createRsyncConfig(ctx);
+    await createStunnelConfig(ctx);
+    for (const pair of ctx.volumes) {
+      const conf = decode(await source.get({ ...KINDS.Secret, namespace: pair.from.namespace, name: clientSecretName(ctx, pair) }), "stunnel.conf");
+      expect(conf).toContain("connect = tenants.corp.example:3129\n");
+      expect(conf).toContain("protocolUsername = tenant\nprotocolPassword = visible\n");
+      expect(conf).not.toContain("hunter2");
+    }
   });
 });
 

@@ -6,10 +6,19 @@
  * namespaces, DVM_STUNNEL_TCP_PROXY_TENANT elsewhere (src/dvm/proxyPolicy.ts).
  */
 import { KINDS, type KubeObject, refOf } from "../kube/objects";
-import { clientTransferSecretData, generateRsyncPassword, generateTransferPki, serverTransferSecretData, type TransferPki, transferSecret } from "../transfer";
+import {
+  clientTransferSecretData,
+  generateRsyncPassword,
+  generateTransferPki,
+  moduleCredential,
+  moduleNameFor,
+  serverTransferSecretData,
+  type TransferPki,
+  transferSecret,
+} from "../transfer";
 import { servedPvcs } from "./blockVolumes";
 import { endpointAddress } from "./endpoint";
-import { dvmShortId, ownerLabels, RSYNC_USER, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
+import { dvmShortId, ownerLabels, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
 import { advance, MigrationInputError, type PhaseBody, type PhaseContext, wait } from "./types";
 import { specField, uniqueNamespaces, type VolumePair } from "./volumes";
 
@@ -94,7 +103,7 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
 
   for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
     const pvcs = await servedPvcs(ctx, namespace);
-    const data = serverTransferSecretData({ pvcs, user: RSYNC_USER, password, pki, runAsRoot });
+    const data = serverTransferSecretData({ pvcs, rsyncSecret: password, pki, runAsRoot });
     await destination.ensure(transferSecret({ name: names.rsyncServerSecret, namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }));
   }
   for (const pair of ctx.volumes) {
@@ -106,7 +115,8 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
     // The policy refused this DVM before any pod (policyViolations); this stays true if a caller did not ask it.
     if (proxy.kind === "refused") throw new MigrationInputError([`${specField(pair, "namespace")}: ${proxy.reason}`]);
     const data = clientTransferSecretData({
-      password,
+      // This volume's module only: the source namespace's tenant can read this Secret.
+      password: moduleCredential(password, moduleNameFor(pair.to)).password,
       pki,
       endpointHost: address.host,
       endpointPort: address.port,

@@ -9,6 +9,7 @@ import { runRsyncOperations } from "../../../src/phases/rsyncOperations";
 import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../../src/phases/serverPods";
 import { clientSecretName, createRsyncConfig, createStunnelConfig } from "../../../src/phases/transferConfig";
 import type { PhaseContext } from "../../../src/phases/types";
+import { moduleCredential, moduleNameFor } from "../../../src/transfer";
 import type { FakeCluster } from "../../support/fakeCluster";
 import { fakeContext, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
 
@@ -47,7 +48,9 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     const password = decode(await host.get({ ...KINDS.Secret, namespace: ctx.dvm.namespace, name: names.credentialsSecret }), "password")!;
     expect(password.length).toBeGreaterThanOrEqual(32);
     const server = await destination.get({ ...KINDS.Secret, namespace: "shop", name: names.rsyncServerSecret });
-    expect(decode(server, "rsyncd.secrets")).toBe(`dvm:${password}\n`);
+    // One credential per module, derived from the host's secret, which itself goes nowhere else.
+    const shopModules = ctx.volumes.filter((v) => v.to.namespace === "shop").map((v) => moduleCredential(password, moduleNameFor(v.to)));
+    expect(decode(server, "rsyncd.secrets")).toBe(shopModules.map((c) => `${c.user}:${c.password}\n`).join(""));
     expect(decode(server, "stunnel.conf")).toMatch(/sslVersionMin = TLSv1.3/);
     const client = await source.get({ ...KINDS.Secret, namespace: "ops", name: clientSecretName(ctx, ctx.volumes[2]!) });
     expect(decode(client, "stunnel.conf")).toMatch(/connect = 10\.0\.0\.9:6443/);
@@ -55,6 +58,12 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     expect(decode(client, "tls.key")).not.toBe(decode(server, "tls.key"));
     expect(client?.metadata.labels?.[LABEL.transfer]).toBe("true");
     expect(decode(client, "stunnel.conf")).not.toContain("protocol");
+    // A client Secret holds its own module's password: not the host's secret, not another volume's.
+    const own = moduleCredential(password, moduleNameFor(ctx.volumes[2]!.to));
+    expect(decode(client, "rsync-password")).toBe(own.password);
+    const clientText = JSON.stringify(client);
+    expect(clientText).not.toContain(password);
+    for (const other of shopModules) expect(clientText).not.toContain(other.password);
   });
 
   it("points clients in admin namespaces at the operator's proxy, its credential in those client Secrets only", async () => {
@@ -243,6 +252,9 @@ describe("RunRsyncOperations", () => {
     expect(pod!.spec.securityContext.runAsNonRoot).toBe(true);
     expect(pod!.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe(clientSecretName(ctx, ctx.volumes[2]!));
     expect(pod!.metadata.labels).toMatchObject({ [LABEL.attempt]: "1", [LABEL.volume]: ctx.volumes[2]!.id, [LABEL.transfer]: "true" });
+    // As the module's own user, the one its daemon section admits.
+    const module = moduleNameFor(ctx.volumes[2]!.to);
+    expect(JSON.stringify(pod!.spec)).toContain(`rsync://${module}@`);
   });
 
   it("runs the transfer pods as spec.transferIdentity says", async () => {

@@ -428,7 +428,15 @@ export class PhaseRunner {
     const { namespace, name, uid } = dvm.metadata;
     const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: DELETING });
     const step = await continueDeletion(
-      { store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log, policy: this.policy },
+      {
+        store: this.options.store,
+        ledger: this.options.ledger,
+        clusters: this.options.clusters,
+        clock: this.clock,
+        log,
+        policy: this.policy,
+        credentialGraceMs: this.credentialGraceMs,
+      },
       dvm,
     );
     switch (step.kind) {

@@ -53,6 +53,8 @@ export const ENV = {
   stunnelTcpProxy: "DVM_STUNNEL_TCP_PROXY",
   // The proxy of client Secrets outside the admin namespaces, which tenants can read (src/dvm/proxyPolicy.ts).
   stunnelTcpProxyTenant: "DVM_STUNNEL_TCP_PROXY_TENANT",
+  // How long the phase function retries a missing kubeconfig Secret or a refused credential (src/runner/credentialGrace.ts).
+  clusterCredentialGraceSeconds: "DVM_CLUSTER_CREDENTIAL_GRACE_SECONDS",
   // The phase function's outgoing events.
   eventsSink: "DVM_EVENTS_SINK",
   eventsBusName: "DVM_EVENTS_BUS_NAME",

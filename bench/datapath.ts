@@ -18,7 +18,7 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { findFreePort } from "../src/local/ports";
 import { generateTransferPki } from "../src/transfer/certificates";
-import { generateRsyncPassword } from "../src/transfer/credentials";
+import { generateRsyncPassword, moduleCredential } from "../src/transfer/credentials";
 import { transferPaths } from "../src/transfer/paths";
 import { rsyncClientPod } from "../src/transfer/pods";
 import { RSYNC_PASSWORD_ENV, rsyncClientArgs } from "../src/transfer/rsyncClient";
@@ -69,16 +69,16 @@ export async function runDatapathBench(options: DatapathBenchOptions = {}): Prom
       namespace: "bench",
       pvcs: [volume],
       runAsRoot,
-      user: "dvm",
-      password,
+      rsyncSecret: password,
       pki,
     });
+    const credential = moduleCredential(password, moduleNameFor(volume));
 
     // The client pod's stunnel sidecar, from the generated client Secret and pod.
     const clientPaths = transferPaths({ configDir: join(root, "client/config"), doneDir: join(root, "client/done"), scratchDir: join(root, "client/scratch") });
     const localPort = await findFreePort();
     const clientData = clientTransferSecretData({
-      password,
+      password: credential.password,
       pki,
       endpointHost: "127.0.0.1",
       endpointPort: server.stunnelPort,
@@ -92,7 +92,7 @@ export async function runDatapathBench(options: DatapathBenchOptions = {}): Prom
       configSecretName: "bench",
       sourcePvc: volume,
       destinationPvc: volume,
-      user: "dvm",
+      user: credential.user,
       runAsRoot,
       localPort,
       paths: clientPaths,
@@ -101,12 +101,13 @@ export async function runDatapathBench(options: DatapathBenchOptions = {}): Prom
     const stunnel = processes.start("client stunnel", ["stunnel", join(clientPaths.configDir, "stunnel.conf")]);
     await waitForPort(localPort, "127.0.0.1", 10_000, stunnel);
 
-    const argsVia = (port: number) => rsyncClientArgs({ sourcePath: source, module: moduleNameFor(volume), user: "dvm", port, preserveOwnership: runAsRoot });
+    const argsVia = (port: number) =>
+      rsyncClientArgs({ sourcePath: source, module: moduleNameFor(volume), user: credential.user, port, preserveOwnership: runAsRoot });
     const destination = server.volumePath(volume);
     const transfer = async (port: number): Promise<number> => {
       for (const name of readdirSync(destination)) rmSync(join(destination, name), { recursive: true, force: true });
       const start = performance.now();
-      await runRsync(argsVia(port), password);
+      await runRsync(argsVia(port), credential.password);
       return bytes / 1e6 / ((performance.now() - start) / 1000);
     };
 

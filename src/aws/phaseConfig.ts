@@ -5,6 +5,9 @@
  *   POWERTOOLS_SERVICE_NAME     the service name in logs and metrics; default dvm-phase (functionConfig.ts)
  *   DVM_ADMIN_NAMESPACES, DVM_TRANSFER_IMAGES, DVM_DEFAULT_TRANSFER_IMAGE
  *                               the migration policy (src/dvm/policyConfig.ts)
+ *   DVM_CLUSTER_CREDENTIAL_GRACE_SECONDS
+ *                               how long a missing kubeconfig Secret or a refused credential (401) is retried
+ *                               before the migration fails, from the first failure; default 300
  *   DVM_EVENTS_SINK             outgoing CloudEvents: eventbridge | http | none (default none)
  *   DVM_EVENTS_BUS_NAME         eventbridge: the bus (name or ARN), default "default"
  *   DVM_EVENTS_HTTP_URL         http: where events are POSTed (required with http; never quoted in errors)
@@ -29,6 +32,7 @@ import { DEFAULT_EVENT_SOURCE } from "../events/outgoing";
 const PhaseEnvSchema = z.object({
   [ENV.ledgerTable]: requiredText("is not set"),
   [ENV.kubeconfigParameter]: optionalText(),
+  [ENV.clusterCredentialGraceSeconds]: optional(wholeNumber(0, 86_400)),
   ...POLICY_ENV_SHAPE,
 });
 
@@ -37,15 +41,19 @@ export interface PhaseFunctionConfig {
   /** Unset: the KUBECONFIG file (local runs, serverless-offline). */
   kubeconfigParameter?: string;
   policy: MigrationPolicy;
+  /** Unset: the runner's default (5 minutes). */
+  credentialGraceMs?: number;
 }
 
 /** The phase function's settings; throws ConfigurationError naming every bad variable. */
 export function parsePhaseFunctionEnv(env: Environment): PhaseFunctionConfig {
   const e = parseEnvironment(PhaseEnvSchema, env, "phase function configuration");
+  const graceSeconds = e[ENV.clusterCredentialGraceSeconds];
   return {
     ledgerTableName: e[ENV.ledgerTable],
     ...(e[ENV.kubeconfigParameter] ? { kubeconfigParameter: e[ENV.kubeconfigParameter] } : {}),
     policy: policyOf(e),
+    ...(graceSeconds !== undefined ? { credentialGraceMs: graceSeconds * 1000 } : {}),
   };
 }
 

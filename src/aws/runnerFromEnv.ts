@@ -19,11 +19,12 @@ import { parsePhaseFunctionEnv } from "./phaseConfig";
 export function runnerFromEnv(env: Environment, log: Logger, options: PhaseEventsFromEnvOptions = {}): () => Promise<FlushingRunner> {
   const events = phaseEventsFromEnv(env, log, options);
   return onceAsync(async () => {
-    const { ledgerTableName, kubeconfigParameter, policy } = parsePhaseFunctionEnv(env);
+    const { ledgerTableName, kubeconfigParameter, policy, credentialGraceMs } = parsePhaseFunctionEnv(env);
     const hostKubeConfig = await createKubeconfigSource({ parameterName: kubeconfigParameter })();
-    if (!events) return createPhaseRunner({ hostKubeConfig, ledgerTableName, log, policy });
+    const grace = credentialGraceMs !== undefined ? { credentialGraceMs } : {};
+    if (!events) return createPhaseRunner({ hostKubeConfig, ledgerTableName, log, policy, ...grace });
     // One DynamoDB client for the runner's ledger and the events' history reads.
-    return createPhaseRunnerWithEvents({ hostKubeConfig, ledgerTableName, log, policy, dynamo: createLedgerClient() }, events);
+    return createPhaseRunnerWithEvents({ hostKubeConfig, ledgerTableName, log, policy, ...grace, dynamo: createLedgerClient() }, events);
   });
 }
 

@@ -51,6 +51,10 @@ export const ENV = {
   transferMaxMemory: "DVM_TRANSFER_MAX_MEMORY",
   // The HTTP CONNECT proxy the stunnel clients tunnel through (upstream's STUNNEL_TCP_PROXY); a DVM cannot set it.
   stunnelTcpProxy: "DVM_STUNNEL_TCP_PROXY",
+  // The proxy of client Secrets outside the admin namespaces, which tenants can read (src/dvm/proxyPolicy.ts).
+  stunnelTcpProxyTenant: "DVM_STUNNEL_TCP_PROXY_TENANT",
+  // How long the phase function retries a missing kubeconfig Secret or a refused credential (src/runner/credentialGrace.ts).
+  clusterCredentialGraceSeconds: "DVM_CLUSTER_CREDENTIAL_GRACE_SECONDS",
   // The phase function's outgoing events.
   eventsSink: "DVM_EVENTS_SINK",
   eventsBusName: "DVM_EVENTS_BUS_NAME",

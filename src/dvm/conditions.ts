@@ -18,6 +18,10 @@ export const CONDITION = {
   RsyncEndpointNotReady: "RsyncEndpointNotReady",
   RsyncTransferPodsPending: "RsyncTransferPodsPending",
   RsyncClientPodsPending: "RsyncClientPodsPending",
+  /** A kubeconfig Secret is missing or its credential refused; since when (src/runner/credentialGrace.ts). */
+  ClusterCredentialsUnavailable: "ClusterCredentialsUnavailable",
+  /** Cleanup could not reach a cluster and names what it left there. */
+  CleanupIncomplete: "CleanupIncomplete",
 } as const;
 
 export type ConditionInput = Omit<Condition, "lastTransitionTime">;

@@ -10,6 +10,7 @@
  */
 import { allowList } from "../allowList";
 import { DEFAULT_TRANSFER_IMAGE } from "../transfer/pods";
+import { proxyViolations } from "./proxyPolicy";
 import { DEFAULT_TRANSFER_POLICY, type TransferPolicy, transferViolations } from "./transferPolicy";
 import type { DvmSpec } from "./types";
 
@@ -65,6 +66,8 @@ export function policyViolations(dvmNamespace: string, spec: DvmSpec, policy: Mi
     violations.push({ field: "spec.transferImage", message: "is not in the operator's transfer image allow-list" });
   }
   violations.push(...transferViolations(spec.transfer, policy.transfer));
+  // Before any pod: a client Secret outside the admin namespaces never gets the operator's proxy credential.
+  violations.push(...proxyViolations(spec, policy.transfer, (namespace) => isAdminNamespace(namespace, policy)));
   return violations;
 }
 

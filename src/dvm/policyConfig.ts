@@ -19,7 +19,11 @@
  *                               the most any request or limit of a transfer pod's rsync may be. Unset: none.
  *   DVM_STUNNEL_TCP_PROXY       "http://host:port" or "http://user:password@host:port": the HTTP CONNECT
  *                               proxy the stunnel clients tunnel through. Unset: they dial directly.
- *                               A secret when it has credentials: no message here ever repeats it.
+ *                               A secret when it has credentials: no message here ever repeats it, and
+ *                               then it goes only into client Secrets in admin namespaces.
+ *   DVM_STUNNEL_TCP_PROXY_TENANT same form: the proxy of client Secrets outside the admin namespaces, which
+ *                               tenants can read (src/dvm/proxyPolicy.ts). Unset: DVM_STUNNEL_TCP_PROXY if it
+ *                               has no credential; with one, a tenant's DVM is refused before any pod.
  */
 import { z } from "zod";
 import { parseAllowList } from "../allowList";
@@ -47,6 +51,7 @@ export const POLICY_ENV = {
   maxCpu: ENV.transferMaxCpu,
   maxMemory: ENV.transferMaxMemory,
   tcpProxy: ENV.stunnelTcpProxy,
+  tenantTcpProxy: ENV.stunnelTcpProxyTenant,
 } as const;
 
 export const namespacePattern = z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9][-a-z0-9]*\*)$/, 'must be a namespace name or a "prefix*"');
@@ -180,6 +185,7 @@ export const POLICY_ENV_SHAPE = {
   [POLICY_ENV.maxCpu]: quantitySetting,
   [POLICY_ENV.maxMemory]: quantitySetting,
   [POLICY_ENV.tcpProxy]: proxySetting,
+  [POLICY_ENV.tenantTcpProxy]: proxySetting,
 };
 
 type PolicyEnvironment = z.output<z.ZodObject<typeof POLICY_ENV_SHAPE>>;
@@ -197,6 +203,7 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
   const maxCpu = e[POLICY_ENV.maxCpu];
   const maxMemory = e[POLICY_ENV.maxMemory];
   const tcpProxy = e[POLICY_ENV.tcpProxy];
+  const tenantTcpProxy = e[POLICY_ENV.tenantTcpProxy];
   return {
     delete: e[POLICY_ENV.transferDelete],
     partial: e[POLICY_ENV.transferPartial],
@@ -210,6 +217,7 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
       ? { maxResources: { ...(maxCpu !== undefined ? { cpu: maxCpu } : {}), ...(maxMemory !== undefined ? { memory: maxMemory } : {}) } }
       : {}),
     ...(tcpProxy !== undefined ? { tcpProxy } : {}),
+    ...(tenantTcpProxy !== undefined ? { tenantTcpProxy } : {}),
   };
 }
 
@@ -246,5 +254,6 @@ export function policyEnv(policy: MigrationPolicy): Record<string, string> {
     ...(transfer.maxResources?.cpu !== undefined ? { [POLICY_ENV.maxCpu]: transfer.maxResources.cpu } : {}),
     ...(transfer.maxResources?.memory !== undefined ? { [POLICY_ENV.maxMemory]: transfer.maxResources.memory } : {}),
     ...(transfer.tcpProxy !== undefined ? { [POLICY_ENV.tcpProxy]: proxyUrl(transfer.tcpProxy) } : {}),
+    ...(transfer.tenantTcpProxy !== undefined ? { [POLICY_ENV.tenantTcpProxy]: proxyUrl(transfer.tenantTcpProxy) } : {}),
   };
 }

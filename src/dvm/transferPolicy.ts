@@ -7,6 +7,7 @@
 import { DEFAULT_RSYNC_RESOURCES } from "../transfer/pods";
 import { reservedRsyncOption } from "../transfer/rsyncClient";
 import type { StunnelProxy } from "../transfer/stunnel";
+import { type ClientProxy, clientProxyFor } from "./proxyPolicy";
 import { quantityValue } from "./quantity";
 import type { DvmSpec, TransferOptions } from "./types";
 
@@ -30,10 +31,14 @@ export interface TransferPolicy {
   /** The most any request or limit of a transfer pod's rsync container may be. Unset: no maximum. */
   maxResources?: { cpu?: string; memory?: string };
   /**
-   * The HTTP CONNECT proxy every stunnel client dials to reach the destination (DVM_STUNNEL_TCP_PROXY).
-   * The operator's alone: no field of a DVM sets or overrides it. Unset: the clients dial directly.
+   * The HTTP CONNECT proxy the stunnel clients dial to reach the destination (DVM_STUNNEL_TCP_PROXY):
+   * for client Secrets in admin namespaces, and in others only when it has no credential
+   * (src/dvm/proxyPolicy.ts). The operator's alone: no field of a DVM sets or overrides it. Unset: the
+   * clients dial directly.
    */
   tcpProxy?: StunnelProxy;
+  /** The proxy of client Secrets outside the admin namespaces (DVM_STUNNEL_TCP_PROXY_TENANT): tenants can read it. */
+  tenantTcpProxy?: StunnelProxy;
 }
 
 /** Options that change only how this DVM's own data is copied, not where it goes or what runs. */
@@ -82,8 +87,11 @@ export interface TransferSettings {
   maxConcurrentVolumes: number;
   /** Unset: the pods' defaults (src/transfer/pods.ts). */
   resources?: TransferResources;
-  /** The operator's proxy (TransferPolicy.tcpProxy), as it is: never from the spec. */
-  tcpProxy?: StunnelProxy;
+  /**
+   * The operator's proxy for a client Secret in `sourceNamespace` (TransferPolicy.tcpProxy or
+   * tenantTcpProxy, src/dvm/proxyPolicy.ts): never from the spec.
+   */
+  tcpProxyFor(sourceNamespace: string): ClientProxy;
 }
 
 export interface TransferViolation {
@@ -152,8 +160,15 @@ function defaultsWithin(max: TransferPolicy["maxResources"]): TransferResources 
   return lowered ? { requests } : undefined;
 }
 
-/** The settings of a DVM that passed transferViolations. */
-export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationType">, policy: TransferPolicy): TransferSettings {
+/**
+ * The settings of a DVM that passed transferViolations. `isAdminNamespace` decides which proxy a
+ * namespace's client Secrets get; unset, none is an admin namespace (the operator's credential goes nowhere).
+ */
+export function transferSettingsFor(
+  spec: Pick<DvmSpec, "transfer" | "migrationType">,
+  policy: TransferPolicy,
+  isAdminNamespace: (namespace: string) => boolean = () => false,
+): TransferSettings {
   const options = spec.transfer ?? {};
   const bandwidth = options.bandwidthLimitKiBPerSecond ?? policy.maxBandwidthLimitKiBPerSecond;
   const asked = options.resources && (options.resources.requests || options.resources.limits) ? options.resources : undefined;
@@ -168,6 +183,6 @@ export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationT
     extraOptions: [...(options.extraOptions ?? [])],
     maxConcurrentVolumes: Math.min(options.maxConcurrentVolumes ?? policy.concurrentVolumes, policy.maxConcurrentVolumes),
     ...(resources ? { resources } : {}),
-    ...(policy.tcpProxy ? { tcpProxy: policy.tcpProxy } : {}),
+    tcpProxyFor: (sourceNamespace) => clientProxyFor(policy, isAdminNamespace(sourceNamespace)),
   };
 }

@@ -1,8 +1,10 @@
 /**
  * How a phase function reaches the source and destination clusters: spec.sourceCluster and
  * spec.destinationCluster name a Secret (in the DVM's namespace unless set) holding a kubeconfig;
- * absent means the host cluster itself. A reference that does not resolve is bad input, named by field.
- * Which namespaces a DVM may name is the migration policy's question (src/dvm/policy.ts), answered
+ * absent means the host cluster itself. A kubeconfig that is not usable is bad input, named by field; a
+ * Secret or key that is missing may be a rotation by delete and re-create, so it is its own error
+ * (ClusterCredentialsUnavailableError), which the runner retries for a bounded time before it fails the
+ * migration (src/runner/credentialGrace.ts). Which namespaces a DVM may name is the migration policy's question (src/dvm/policy.ts), answered
  * before this runs. The kubeconfig may carry static credentials only (staticKubeConfig.ts).
  */
 import type { ClusterRef, DvmSpec } from "../dvm/types";
@@ -15,9 +17,18 @@ import type { KubeConfig } from "./kubeConfig";
 import { KINDS, type KubeObject } from "./objects";
 import { parseStaticKubeConfig } from "./staticKubeConfig";
 
+/**
+ * A kubeconfig Secret, or its key, is not there (yet). Still a MigrationInputError for callers that
+ * cannot wait (a DVM's deletion); the runner retries it within its grace period first.
+ */
+export class ClusterCredentialsUnavailableError extends MigrationInputError {}
+
 interface SecretObject extends KubeObject {
   data?: Record<string, string>;
 }
+
+/** The errors below that a Secret re-created a moment later would clear. */
+const MISSING = [/\.kubeconfigSecretRef\.name: Secret \S+ not found$/, /\.kubeconfigSecretRef\.key: Secret \S+ has no key "[^"]*"$/];
 
 /** Bound of the client cache: a warm container serving many DVMs keeps the most recent ones. */
 const MAX_CACHED_CLIENTS = 64;
@@ -57,7 +68,10 @@ export class SecretClusterResolver implements ClusterResolver {
       this.clusterFor("destination", "spec.destinationCluster", dvmNamespace, spec.destinationCluster, destinationErrors),
     ]);
     const errors = [...sourceErrors, ...destinationErrors];
-    if (errors.length > 0 || !source || !destination) throw new MigrationInputError(errors);
+    if (errors.length > 0 || !source || !destination) {
+      const missingOnly = errors.length > 0 && errors.every((e) => MISSING.some((pattern) => pattern.test(e)));
+      throw missingOnly ? new ClusterCredentialsUnavailableError(errors) : new MigrationInputError(errors);
+    }
     return {
       host: this.host,
       source,

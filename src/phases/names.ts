@@ -66,4 +66,3 @@ export function progressName(dvm: Pick<DvmIdentity, "uid">, pair: Pick<VolumePai
 /** The name stunnel's server certificate carries and the client checks, whatever address it dials. */
 export const TRANSFER_SERVER_NAME = "rsync-server.dvm.local";
 export const STUNNEL_PORT = 6443;
-export const RSYNC_USER = "dvm";

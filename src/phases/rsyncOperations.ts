@@ -10,6 +10,7 @@ import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "..
 import { KINDS, type PodObject, type PvcObject, refOf } from "../kube/objects";
 import {
   liveFigures,
+  moduleNameFor,
   parseRsyncProgress,
   type RsyncProgress,
   rsyncClientPod,
@@ -19,7 +20,7 @@ import {
   verificationReport,
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
-import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
+import { clientPodName, LABEL, progressName, transferLabels } from "./names";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
 import { clientSecretName } from "./transferConfig";
@@ -89,7 +90,8 @@ export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt:
     runAsRoot: ctx.spec.runAsRoot ?? false,
     sourcePvc: { ...pair.from, ...(block ? { block: true } : {}) },
     destinationPvc: pair.to,
-    user: RSYNC_USER,
+    // The module's own user (src/transfer/credentials.ts): its password is the only one in the client Secret.
+    user: moduleNameFor(pair.to),
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
     rsync: { ...rsyncOptionsFor(ctx.transfer, pair), ...(block && (await createdByThisMigration(ctx, pair)) ? { wholeFile: true } : {}) },
   });

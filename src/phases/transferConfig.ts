@@ -2,15 +2,25 @@
  * CreateRsyncConfig and CreateStunnelConfig: the rsync password and the migration's PKI are created once
  * on the host (create-or-adopt, so a repeated phase reuses them), then rendered into one transfer Secret
  * per destination namespace (server side) and one per volume on the source (client side). The client
- * side dials the operator's HTTP CONNECT proxy when the policy names one (DVM_STUNNEL_TCP_PROXY).
+ * side dials the operator's HTTP CONNECT proxy when the policy names one: DVM_STUNNEL_TCP_PROXY in admin
+ * namespaces, DVM_STUNNEL_TCP_PROXY_TENANT elsewhere (src/dvm/proxyPolicy.ts).
  */
 import { KINDS, type KubeObject, refOf } from "../kube/objects";
-import { clientTransferSecretData, generateRsyncPassword, generateTransferPki, serverTransferSecretData, type TransferPki, transferSecret } from "../transfer";
+import {
+  clientTransferSecretData,
+  generateRsyncPassword,
+  generateTransferPki,
+  moduleCredential,
+  moduleNameFor,
+  serverTransferSecretData,
+  type TransferPki,
+  transferSecret,
+} from "../transfer";
 import { servedPvcs } from "./blockVolumes";
 import { endpointAddress } from "./endpoint";
-import { dvmShortId, ownerLabels, RSYNC_USER, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
-import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
-import { uniqueNamespaces, type VolumePair } from "./volumes";
+import { dvmShortId, ownerLabels, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
+import { advance, MigrationInputError, type PhaseBody, type PhaseContext, wait } from "./types";
+import { specField, uniqueNamespaces, type VolumePair } from "./volumes";
 
 interface SecretObject extends KubeObject {
   data?: Record<string, string>;
@@ -93,21 +103,25 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
 
   for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
     const pvcs = await servedPvcs(ctx, namespace);
-    const data = serverTransferSecretData({ pvcs, user: RSYNC_USER, password, pki, runAsRoot });
+    const data = serverTransferSecretData({ pvcs, rsyncSecret: password, pki, runAsRoot });
     await destination.ensure(transferSecret({ name: names.rsyncServerSecret, namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }));
   }
   for (const pair of ctx.volumes) {
     const address = await endpointAddress(ctx, pair.to.namespace);
     // The endpoint was ready one phase ago; if it lost its address since, wait for it again.
     if ("pending" in address) return wait(`endpoint of ${pair.to.namespace}: ${address.pending}`);
-    // Through the operator's HTTP CONNECT proxy, if any: its credentials go into this Secret only.
+    // Through the operator's HTTP CONNECT proxy, if any: the one this Secret's namespace may read.
+    const proxy = ctx.transfer.tcpProxyFor(pair.from.namespace);
+    // The policy refused this DVM before any pod (policyViolations); this stays true if a caller did not ask it.
+    if (proxy.kind === "refused") throw new MigrationInputError([`${specField(pair, "namespace")}: ${proxy.reason}`]);
     const data = clientTransferSecretData({
-      password,
+      // This volume's module only: the source namespace's tenant can read this Secret.
+      password: moduleCredential(password, moduleNameFor(pair.to)).password,
       pki,
       endpointHost: address.host,
       endpointPort: address.port,
       checkHost: TRANSFER_SERVER_NAME,
-      ...(ctx.transfer.tcpProxy ? { proxy: ctx.transfer.tcpProxy } : {}),
+      ...(proxy.kind === "proxy" ? { proxy: proxy.proxy } : {}),
     });
     await source.ensure(
       transferSecret({ name: clientSecretName(ctx, pair), namespace: pair.from.namespace, labels: transferLabels(ctx.dvm, "rsync-client"), data }),

@@ -17,12 +17,13 @@ import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
-import type { ClusterResolver } from "../kube/resolver";
+import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../kube/resolver";
 import type { PhaseLedger } from "../ledger";
 import type { Logger } from "../log";
 import { deleteTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
 import { type MigrationClusters, MigrationInputError, type PhaseContext } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
+import { cleanupLeftCondition, DEFAULT_CREDENTIAL_GRACE_MS } from "./credentialGrace";
 import { MAX_CLOCK_SKEW_MS } from "./lease";
 
 export interface DeletionDeps {
@@ -36,6 +37,8 @@ export interface DeletionDeps {
    * Secrets are not read). Absent for `dvm cancel`, which acts with its user's own credentials.
    */
   policy?: MigrationPolicy;
+  /** How long a missing kubeconfig Secret is waited for, from the deletionTimestamp; default 5 minutes. */
+  credentialGraceMs?: number;
 }
 
 export type DeletionStep =
@@ -59,6 +62,7 @@ export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigr
   }
 
   const context = await cleanupContext(deps, dvm);
+  if (context === WAIT_FOR_CREDENTIALS) return { kind: "terminating", reason: "waiting for the DVM's kubeconfig Secrets to remove its transfer objects" };
   if (context) {
     await deleteTransferResources({ progressRecords: true })(context);
     const left = await waitForTransferResourcesGone(context);
@@ -70,8 +74,13 @@ export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigr
   return { kind: "released" };
 }
 
-/** The context the cleanup phase bodies need, or undefined when nothing can have been created. */
-async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<PhaseContext | undefined> {
+const WAIT_FOR_CREDENTIALS = Symbol("wait for credentials");
+
+/**
+ * The context the cleanup phase bodies need, or undefined when nothing can have been created (or can be
+ * reached), or WAIT_FOR_CREDENTIALS while a missing kubeconfig Secret may still come back (a rotation).
+ */
+async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<PhaseContext | undefined | typeof WAIT_FOR_CREDENTIALS> {
   const parsed = parseDvmSpec(dvm.spec);
   // An invalid spec failed before any phase body ran: nothing was created from it.
   if (!parsed.ok) return undefined;
@@ -91,8 +100,15 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     clusters = await deps.clusters.resolve(namespace, parsed.spec);
   } catch (error) {
     if (!(error instanceof MigrationInputError)) throw error;
-    // Its cluster references never resolved (or their Secrets are gone): nothing can be reached to clean.
-    deps.log.warn("cannot reach the DVM's clusters to remove its transfer objects; releasing it anyway", { errors: error.errors });
+    // A Secret deleted and re-created is missing for a moment: wait for it, counted from the deletion.
+    const since = Date.parse(dvm.metadata.deletionTimestamp ?? "");
+    const graceMs = deps.credentialGraceMs ?? DEFAULT_CREDENTIAL_GRACE_MS;
+    if (error instanceof ClusterCredentialsUnavailableError && !(deps.clock.now() - since >= graceMs)) return WAIT_FOR_CREDENTIALS;
+    // Its cluster references never resolved (or their Secrets stayed gone): nothing can be reached to clean.
+    deps.log.warn("cannot reach the DVM's clusters to remove its transfer objects; releasing it anyway", {
+      errors: error.errors,
+      left: cleanupLeftCondition(dvm.metadata, parsed.spec, error.message).message,
+    });
     return undefined;
   }
   // Source namespaces on the source, target namespaces on the destination: a rollback's objects live in

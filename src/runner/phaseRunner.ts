@@ -25,6 +25,8 @@ export interface PhaseRunnerConfig {
   bodies?: Record<ExecutablePhaseName, PhaseBody>;
   /** What a DVM may reference; default DEFAULT_MIGRATION_POLICY (src/dvm/policy.ts). */
   policy?: MigrationPolicy;
+  /** RunnerOptions.credentialGraceMs. */
+  credentialGraceMs?: number;
   onResult?: RunnerOptions["onResult"];
 }
 
@@ -44,5 +46,6 @@ export function createPhaseRunner(config: PhaseRunnerConfig): PhaseRunner {
     ...(config.bodies ? { bodies: config.bodies } : {}),
     ...(config.onResult ? { onResult: config.onResult } : {}),
     ...(config.policy ? { policy: config.policy } : {}),
+    ...(config.credentialGraceMs !== undefined ? { credentialGraceMs: config.credentialGraceMs } : {}),
   });
 }

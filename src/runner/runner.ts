@@ -12,14 +12,14 @@
 import { type Clock, systemClock } from "../clock";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
-import { DEFAULT_MIGRATION_POLICY, formatViolation, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
+import { DEFAULT_MIGRATION_POLICY, formatViolation, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../dvm/status";
 import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type Condition, type DirectVolumeMigration, DVM_FINALIZER, type DvmSpec, type DvmStatus, parseDvmSpec, type SpecParseResult } from "../dvm/types";
 import { formatIssue } from "../issues";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
-import { type ClusterResolver, unreachableCluster } from "../kube/resolver";
+import { ClusterCredentialsUnavailableError, type ClusterResolver, unreachableCluster } from "../kube/resolver";
 import { type Claim, type ClaimResult, LostClaimError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
 import { type Logger, silentLogger } from "../log";
 import { PHASE_BODIES } from "../phases";
@@ -27,6 +27,17 @@ import { type MigrationClusters, MigrationInputError, type PhaseBody, type Phase
 import { volumePairs } from "../phases/volumes";
 import { settle, unwrap } from "../settle";
 import { ClusterPrefetch } from "./clusterPrefetch";
+import {
+  CleanupGaveUpError,
+  cleanupLeftCondition,
+  clearCredentialFailure,
+  credentialFailureSince,
+  credentialGraceExpired,
+  credentialProblem,
+  DEFAULT_CREDENTIAL_GRACE_MS,
+  gaveUpMessage,
+  noteCredentialFailure,
+} from "./credentialGrace";
 import { continueDeletion } from "./deletion";
 import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
 import type { ReconcileRequest, RunResult, RunStats } from "./request";
@@ -45,6 +56,11 @@ export interface RunnerOptions {
   leaseMarginMs?: number;
   /** Cap of the exponential backoff after transient errors. */
   maxRetryDelayMs?: number;
+  /**
+   * How long a missing kubeconfig Secret or a refused credential (401) is retried before the migration
+   * fails, from the first failure (src/runner/credentialGrace.ts). Default 5 minutes.
+   */
+  credentialGraceMs?: number;
   /** What a DVM may reference (src/dvm/policy.ts); default DEFAULT_MIGRATION_POLICY. */
   policy?: MigrationPolicy;
   /** Called after every invocation, for metrics and outgoing events. */
@@ -70,6 +86,7 @@ export class PhaseRunner {
   private readonly leaseMs: number;
   private readonly leaseMarginMs: number;
   private readonly maxRetryDelayMs: number;
+  private readonly credentialGraceMs: number;
   private readonly policy: MigrationPolicy;
   private readonly prefetch: ClusterPrefetch;
 
@@ -83,6 +100,7 @@ export class PhaseRunner {
       throw new Error(`leaseMarginMs must be at least 0 and below leaseMs (got ${this.leaseMarginMs} of ${this.leaseMs})`);
     }
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
+    this.credentialGraceMs = options.credentialGraceMs ?? DEFAULT_CREDENTIAL_GRACE_MS;
     this.policy = options.policy ?? DEFAULT_MIGRATION_POLICY;
     this.prefetch = new ClusterPrefetch(options.clusters);
   }
@@ -200,7 +218,21 @@ export class PhaseRunner {
         return body(built);
       });
     } catch (error) {
-      if (error instanceof MigrationInputError) {
+      const credential = credentialProblem(error);
+      const since = credential === undefined ? undefined : (credentialFailureSince(fresh.status) ?? this.clock.now());
+      if (credential !== undefined && since !== undefined && this.clock.now() - since < this.credentialGraceMs) {
+        // A rotation in progress, or a credential being renewed: retried, the first failure's time kept.
+        return this.retryLater(fresh, position, claim, error, log, stats, credential);
+      }
+      if (credential !== undefined && since !== undefined) {
+        const gaveUp = gaveUpMessage(credential, since, this.credentialGraceMs);
+        outcome =
+          position.itinerary === "VolumeMigrationFailed" && parsed.ok
+            ? { kind: "fail", errors: [gaveUp], category: "Warn", warnings: [cleanupLeftCondition(fresh.metadata, parsed.spec, gaveUp)] }
+            : { kind: "fail", errors: [gaveUp], category: "Critical" };
+      } else if (error instanceof CleanupGaveUpError) {
+        outcome = { kind: "fail", errors: error.errors, category: "Warn", warnings: [error.left] };
+      } else if (error instanceof MigrationInputError) {
         outcome = { kind: "fail", errors: error.errors, category: "Critical" };
       } else if (error instanceof LostClaimError) {
         log.warn("claim lost while the body ran (lease renewal refused): stopped", { holderAttempt: error.current?.attempt });
@@ -313,6 +345,7 @@ export class PhaseRunner {
       clock: this.clock,
       log,
       lease,
+      credentialGraceMs: this.credentialGraceMs,
     });
   }
 
@@ -336,7 +369,9 @@ export class PhaseRunner {
         return enterFailure(base, from.phase, transition.errors ?? [], transition.category ?? "Critical", generation, nowIso);
       }
       const withErrors = transition.errors?.length ? { ...base, errors: [...new Set([...(base.errors ?? []), ...transition.errors])] } : base;
-      return enterPhase(withErrors, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
+      // A phase that gave up (errors on the failure itinerary) keeps the credential failure's first time.
+      const settled = transition.errors?.length ? withErrors : clearCredentialFailure(withErrors);
+      return enterPhase(settled, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
     });
   }
 
@@ -356,7 +391,7 @@ export class PhaseRunner {
         // Warnings hold only while re-asserted (upstream's staging); other conditions are kept.
         let conditions = (current.status.conditions ?? []).filter((c) => c.durable || c.category !== "Warn" || asserted.has(c.type));
         for (const warning of warnings) conditions = setCondition(conditions, warning, nowIso);
-        return { ...current.status, ...update, conditions };
+        return clearCredentialFailure({ ...current.status, ...update, conditions });
       });
     } catch (error) {
       // Progress is re-collected on the next poll; losing one write loses nothing.
@@ -393,7 +428,15 @@ export class PhaseRunner {
     const { namespace, name, uid } = dvm.metadata;
     const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: DELETING });
     const step = await continueDeletion(
-      { store: this.options.store, ledger: this.options.ledger, clusters: this.options.clusters, clock: this.clock, log, policy: this.policy },
+      {
+        store: this.options.store,
+        ledger: this.options.ledger,
+        clusters: this.options.clusters,
+        clock: this.clock,
+        log,
+        policy: this.policy,
+        credentialGraceMs: this.credentialGraceMs,
+      },
       dvm,
     );
     switch (step.kind) {
@@ -445,7 +488,15 @@ export class PhaseRunner {
     return { kind: "stopped", reason: message };
   }
 
-  private async retryLater(fresh: DirectVolumeMigration, position: Position, claim: Claim, error: unknown, log: Logger, stats: RunStats): Promise<RunResult> {
+  private async retryLater(
+    fresh: DirectVolumeMigration,
+    position: Position,
+    claim: Claim,
+    error: unknown,
+    log: Logger,
+    stats: RunStats,
+    credential?: string,
+  ): Promise<RunResult> {
     const message = error instanceof Error ? error.message : String(error);
     log.warn("phase attempt failed; will retry", { error: message });
     try {
@@ -460,12 +511,16 @@ export class PhaseRunner {
     try {
       await this.guardedWrite(fresh, stats, (current) => {
         if (current.status.phase !== fresh.status.phase) return undefined;
+        const nowIso = new Date(this.clock.now()).toISOString();
         const conditions = setCondition(
           current.status.conditions ?? [],
           { type: CONDITION.PhaseRetrying, status: "True", category: "Warn", reason: position.phase, message },
-          new Date(this.clock.now()).toISOString(),
+          nowIso,
         );
-        return { ...current.status, conditions };
+        return {
+          ...current.status,
+          conditions: credential === undefined ? conditions : noteCredentialFailure(conditions, credential, this.credentialGraceMs, nowIso),
+        };
       });
     } catch (writeError) {
       log.warn("could not record the retry in the status", { error: writeError instanceof Error ? writeError.message : String(writeError) });
@@ -539,6 +594,8 @@ export interface PhaseContextInput {
   log: Logger;
   /** The claim's lease: the context's clusters are fenced by it (a body past its deadline cannot act). */
   lease?: BodyLease;
+  /** RunnerOptions.credentialGraceMs. */
+  credentialGraceMs?: number;
 }
 
 /**
@@ -561,6 +618,13 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
   try {
     clusters = await input.clusters.resolve(dvm.metadata.namespace, spec);
   } catch (error) {
+    if (inFailure && error instanceof ClusterCredentialsUnavailableError) {
+      // Retried like on the other itineraries; after the grace, cleanup gives up naming what it leaves.
+      const graceMs = input.credentialGraceMs ?? DEFAULT_CREDENTIAL_GRACE_MS;
+      if (!credentialGraceExpired(dvm.status, input.clock.now(), graceMs)) throw error;
+      const problem = credentialProblem(error) ?? error.message;
+      throw new CleanupGaveUpError([`cleanup: ${problem}`], cleanupLeftCondition(dvm.metadata, spec, problem));
+    }
     if (!(inFailure && error instanceof MigrationInputError)) throw error;
     const host = (await input.clusters.resolve(dvm.metadata.namespace, {})).host;
     clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
@@ -579,7 +643,7 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
     clusters: input.lease ? input.lease.fence(clusters) : clusters,
     volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
     transferImage: transferImageFor(spec, input.policy),
-    transfer: transferSettingsFor(spec, input.policy.transfer),
+    transfer: transferSettingsFor(spec, input.policy.transfer, (namespace) => isAdminNamespace(namespace, input.policy)),
     attempt: input.attempt,
     clock: input.clock,
     log: input.log,

@@ -1,7 +1,7 @@
 /**
  * The rsync daemon configuration of the destination's server pod. Traffic reaches the daemon only
  * through the stunnel server in the same pod, so the daemon binds and admits loopback only; each
- * destination PVC is one module, writable by one authenticated user.
+ * destination PVC is one module, writable (never readable: `write only`) by its own authenticated user.
  */
 import { createHash } from "node:crypto";
 import { absolutePath, configValue, hostName, renderSettings, TransferConfigError, tcpPort } from "./configText";
@@ -15,6 +15,8 @@ export interface RsyncModule {
   path: string;
   /** Free text shown nowhere (listing is off); handy when reading the file, e.g. "ns/pvc". */
   comment?: string;
+  /** The one rsync user (not a Unix user) admitted into this module; see `moduleCredential`. */
+  authUser: string;
   /**
    * The module holds a Block volume's device node: the daemon admits --write-devices here (refused by
    * default), so the client's device content is written into the device. --copy-devices stays refused:
@@ -31,9 +33,7 @@ export interface RsyncdOptions {
   /** Client addresses admitted. Default 127.0.0.1 and ::1 (stunnel in the same pod). */
   hostsAllow?: string[];
   modules: RsyncModule[];
-  /** The one rsync user (not a Unix user) allowed into every module. */
-  user: string;
-  /** Path of the `user:password` file; see `rsyncSecretsFile`. Must not be readable by "other". */
+  /** Path of the modules' `user:password` file; see `rsyncSecretsFile`. Must not be readable by "other". */
   secretsFile: string;
   /**
    * True when the daemon runs as UID 0 (with CHOWN/FOWNER/DAC_OVERRIDE/SETGID/SETUID): file transfers
@@ -80,7 +80,6 @@ export function rsyncdConfig(options: RsyncdOptions): string {
   if (options.timeoutSeconds !== undefined && !(Number.isInteger(options.timeoutSeconds) && options.timeoutSeconds > 0)) {
     throw new TransferConfigError("timeoutSeconds", "must be a positive integer");
   }
-  if (!/^[A-Za-z0-9._-]+$/.test(options.user)) throw new TransferConfigError("user", "must be letters, digits, '.', '_' or '-'");
 
   const names = new Set<string>();
   const modules = options.modules.map((module, i) => {
@@ -90,11 +89,14 @@ export function rsyncdConfig(options: RsyncdOptions): string {
     names.add(module.name);
     // "/./" in a module path means "chroot here, serve below": never what a PVC mount means.
     if (module.path.includes("/./")) throw new TransferConfigError(`modules[${i}].path`, "must not contain /./");
+    if (!/^[A-Za-z0-9._-]+$/.test(module.authUser)) throw new TransferConfigError(`modules[${i}].authUser`, "must be letters, digits, '.', '_' or '-'");
     return [
       `[${module.name}]`,
       ...renderSettings([
         ["path", literal(`modules[${i}].path`, absolutePath(`modules[${i}].path`, module.path))],
         ["comment", module.comment === undefined ? undefined : literal(`modules[${i}].comment`, configValue(`modules[${i}].comment`, module.comment))],
+        // This module's own user: a credential of another module (another volume, another tenant) is refused here.
+        ["auth users", module.authUser],
         ["refuse options", module.blockDevice ? "copy-devices !write-devices" : undefined],
       ]),
       "",
@@ -113,12 +115,13 @@ export function rsyncdConfig(options: RsyncdOptions): string {
       // Module parameters below apply to every module.
       ["hosts allow", hostsAllow.join(" ")],
       ["hosts deny", "*"],
-      ["auth users", options.user],
       ["secrets file", literal("secretsFile", absolutePath("secretsFile", options.secretsFile))],
       // Only "other" bits are checked (and root ownership when root), so Secret volumes with
       // defaultMode 0440/0400 pass: keep the check rather than turning it off.
       ["strict modes", "yes"],
       ["read only", (options.readOnly ?? false) ? "yes" : "no"],
+      // Clients push into the destination; nobody downloads from it (not even with a module's credential).
+      ["write only", "yes"],
       ["list", "no"],
       ...(options.runAsRoot
         ? ([

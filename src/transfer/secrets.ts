@@ -1,11 +1,12 @@
 /**
  * The payloads of the two transfer Secrets: everything the server pod (destination) and a client pod
- * (source) read, rendered from the migration's password and PKI. Each side gets only its own key: the
- * server Secret has no client key and the client Secret has no server key.
+ * (source) read, rendered from the migration's rsync secret and PKI. Each side gets only its own key: the
+ * server Secret has no client key and the client Secret has no server key, and a client Secret holds
+ * its own module's rsync credential only (`moduleCredential`).
  */
 import type { TransferPki } from "./certificates";
 import { TransferConfigError } from "./configText";
-import { rsyncSecretsFile } from "./credentials";
+import { moduleCredential, rsyncSecretsFile } from "./credentials";
 import { configFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
 import { moduleNameFor, RSYNC_DAEMON_DEFAULT_PORT, type RsyncdOptions, rsyncdConfig } from "./rsyncd";
 import { type StunnelLogLevel, type StunnelProxy, stunnelClientConfig, stunnelServerConfig } from "./stunnel";
@@ -28,8 +29,8 @@ export interface ServedPvc extends PvcRef {
 export interface ServerTransferSecretOptions {
   /** Destination PVCs served by this pod, one rsync module each (`moduleNameFor`). */
   pvcs: ServedPvc[];
-  user: string;
-  password: string;
+  /** The migration's rsync secret: each module's credential is derived from it (`moduleCredential`). */
+  rsyncSecret: string;
   pki: TransferPki;
   /** See `rsyncdConfig`: uid/gid 0 lines when true. */
   runAsRoot: boolean;
@@ -51,14 +52,20 @@ export function serverTransferSecretData(options: ServerTransferSecretOptions): 
   const rsyncPort = options.rsyncPort ?? RSYNC_DAEMON_DEFAULT_PORT;
   const stunnelPort = options.stunnelPort ?? STUNNEL_DEFAULT_PORT;
   if (rsyncPort === stunnelPort) throw new TransferConfigError("rsyncPort", "must differ from stunnelPort");
+  const credentials = options.pvcs.map((pvc) => moduleCredential(options.rsyncSecret, moduleNameFor(pvc)));
   return {
     [SECRET_KEY.rsyncdConf]: rsyncdConfig({
       port: rsyncPort,
-      modules: options.pvcs.map((pvc) => {
+      modules: options.pvcs.map((pvc, i) => {
         const name = moduleNameFor(pvc);
-        return { name, path: moduleMountPath(paths, name), comment: `${pvc.namespace}/${pvc.name}`, ...(pvc.block ? { blockDevice: true } : {}) };
+        return {
+          name,
+          path: moduleMountPath(paths, name),
+          comment: `${pvc.namespace}/${pvc.name}`,
+          authUser: credentials[i]!.user,
+          ...(pvc.block ? { blockDevice: true } : {}),
+        };
       }),
-      user: options.user,
       // The container copies the mounted file here first (see TransferPaths.scratchDir).
       secretsFile: scratchSecretsFile(paths),
       runAsRoot: options.runAsRoot,
@@ -66,7 +73,7 @@ export function serverTransferSecretData(options: ServerTransferSecretOptions): 
       logFile: "/dev/stdout",
       ...(options.authDigest ? { authDigest: options.authDigest } : {}),
     }),
-    [SECRET_KEY.rsyncdSecrets]: rsyncSecretsFile(options.user, options.password),
+    [SECRET_KEY.rsyncdSecrets]: rsyncSecretsFile(credentials),
     [SECRET_KEY.stunnelConf]: stunnelServerConfig({
       acceptPort: stunnelPort,
       ...(options.stunnelAcceptHost ? { acceptHost: options.stunnelAcceptHost } : {}),
@@ -83,6 +90,7 @@ export function serverTransferSecretData(options: ServerTransferSecretOptions): 
 }
 
 export interface ClientTransferSecretOptions {
+  /** The password of the destination PVC's module only (`moduleCredential`). */
   password: string;
   pki: TransferPki;
   /** The endpoint in front of the server pod: Route host, Service DNS name, node or LB address. */

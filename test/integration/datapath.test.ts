@@ -30,10 +30,13 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findFreePort } from "../../src/local/ports";
 import { generateTransferPki, type TransferPki } from "../../src/transfer/certificates";
-import { generateRsyncPassword } from "../../src/transfer/credentials";
-import { SECRET_KEY } from "../../src/transfer/paths";
+import { generateRsyncPassword, moduleCredential } from "../../src/transfer/credentials";
+import { SECRET_KEY, transferPaths } from "../../src/transfer/paths";
 import { parseRsyncProgress } from "../../src/transfer/progress";
+import { moduleNameFor } from "../../src/transfer/rsyncd";
+import { clientTransferSecretData } from "../../src/transfer/secrets";
 import {
   assertDataPathPrograms,
   hasIpv6Loopback,
@@ -44,6 +47,7 @@ import {
   snapshotTree,
   startLocalServerPod,
   type TreeEntry,
+  waitForPort,
 } from "../support/datapath";
 
 const NAMESPACE = "app";
@@ -52,6 +56,8 @@ const SERVER_NAME = "rsync-server.dvm.local";
 const MiB = 1024 * 1024;
 const pvc = (name: string) => ({ namespace: NAMESPACE, name });
 const PVC = { data: pvc("data"), sparse: pvc("sparse"), resume: pvc("resume"), bwlimit: pvc("bwlimit"), refused: pvc("refused") };
+/** Another tenant's destination PVC, served by that namespace's server pod of the same DVM (an admin DVM across tenant namespaces). */
+const TENANT_B = { namespace: "tenant-b", name: "data" };
 const OLD = new Date("2020-02-02T02:02:02Z");
 
 let root: string;
@@ -74,8 +80,7 @@ beforeAll(async () => {
     namespace: NAMESPACE,
     pvcs: Object.values(PVC),
     runAsRoot: true,
-    user: USER,
-    password,
+    rsyncSecret: password,
     pki,
   });
 });
@@ -97,8 +102,7 @@ function runClient(sourceDir: string, destination: { namespace: string; name: st
     sourcePvc: pvc("source"),
     destinationPvc: destination,
     runAsRoot: true,
-    user: USER,
-    password,
+    rsyncSecret: password,
     pki,
     ...extra,
   });
@@ -289,9 +293,19 @@ describe("rsync through the generated stunnel pair (root server, chroot)", () =>
 
 describe("what the tunnel and the daemon refuse", () => {
   let source: string;
-  beforeAll(() => {
+  let tenantB: LocalServerPod;
+  beforeAll(async () => {
     source = join(root, "source-refused");
     write(join(source, "file.txt"), "must not arrive\n");
+    // The same migration's server pod in tenant B's namespace: same PKI, same migration secret.
+    tenantB = await startLocalServerPod(processes, {
+      root: join(root, "server-tenant-b"),
+      namespace: TENANT_B.namespace,
+      pvcs: [TENANT_B],
+      runAsRoot: true,
+      rsyncSecret: password,
+      pki,
+    });
   });
   const nothingArrived = () => expect(readdirSync(server.volumePath(PVC.refused))).toEqual([]);
 
@@ -299,9 +313,73 @@ describe("what the tunnel and the daemon refuse", () => {
     const run = await runClient(source, PVC.refused, { tamper: (data) => ({ ...data, [SECRET_KEY.rsyncPassword]: generateRsyncPassword() }) });
     expect(run.rsyncExit.code).toBe(5);
     expect(run.progress).toMatchObject({ daemonError: expect.stringMatching(/^auth failed on module pvc-/), errorCode: 5 });
-    expect(server.rsync.output()).toMatch(/auth failed on module pvc-\w+ from \S+ \(127\.0\.0\.1\) for dvm: password mismatch/);
+    expect(server.rsync.output()).toMatch(/auth failed on module pvc-\w+ from \S+ \(127\.0\.0\.1\) for pvc-\w+: password mismatch/);
     expect(run.sidecarExit.code).toBe(0);
     nothingArrived();
+  });
+
+  it("another module's credential: tenant A's client Secret cannot write into tenant B's module", async () => {
+    const tenantA = moduleCredential(password, moduleNameFor(PVC.data));
+    // Tenant A's own client Secret (its module's credential and the migration's client certificate), dialling B's endpoint.
+    const run = await runClient(source, TENANT_B, { credential: tenantA, server: tenantB });
+    expect(run.rsyncExit.code).toBe(5);
+    expect(run.progress).toMatchObject({ daemonError: expect.stringMatching(/^auth failed on module pvc-/), errorCode: 5 });
+    expect(tenantB.rsync.output()).toMatch(
+      new RegExp(`auth failed on module ${moduleNameFor(TENANT_B)} from \\S+ \\(127\\.0\\.0\\.1\\) for ${tenantA.user}: (unauthorized user|no matching rule)`),
+    );
+    // On one server pod too (two source namespaces, one destination namespace): a module admits its own user only.
+    const sameServer = await runClient(source, PVC.refused, { credential: tenantA });
+    expect(sameServer.rsyncExit.code).toBe(5);
+    expect(server.rsync.output()).toMatch(
+      new RegExp(`auth failed on module ${moduleNameFor(PVC.refused)} from .* for ${tenantA.user}: (unauthorized user|no matching rule)`),
+    );
+    nothingArrived();
+    // The same user with B's password (A guessing it) is refused as well: the user, not only the password, must match.
+    const guessed = await runClient(source, TENANT_B, {
+      server: tenantB,
+      credential: { user: tenantA.user, password: moduleCredential(password, moduleNameFor(TENANT_B)).password },
+    });
+    expect(guessed.rsyncExit.code).toBe(5);
+    expect(readdirSync(tenantB.volumePath(TENANT_B))).toEqual([]);
+    // B's own credential is admitted (the refusals above are the credential's, not the set-up's).
+    const own = await runClient(source, TENANT_B, { server: tenantB });
+    expect(own.rsyncExit, own.output).toEqual({ code: 0, signal: null });
+    expect(readdirSync(tenantB.volumePath(TENANT_B))).toEqual(["file.txt"]);
+  });
+
+  it("a download, even with the module's own credential: the modules are write only", async () => {
+    write(join(tenantB.volumePath(TENANT_B), "tenant-b-only.txt"), "tenant B's data\n");
+    const credential = moduleCredential(password, moduleNameFor(TENANT_B));
+    // A client stunnel as the client pod's sidecar runs it, with B's own client Secret.
+    const configDir = join(root, "pull", "config");
+    mkdirSync(configDir, { recursive: true });
+    const localPort = await findFreePort();
+    const data = clientTransferSecretData({
+      password: credential.password,
+      pki,
+      endpointHost: "127.0.0.1",
+      endpointPort: tenantB.stunnelPort,
+      checkHost: SERVER_NAME,
+      localPort,
+      paths: transferPaths({ configDir }),
+    });
+    for (const [key, value] of Object.entries(data)) writeFileSync(join(configDir, key), value, { mode: 0o600 });
+    const stunnel = processes.start("pull stunnel", ["stunnel", join(configDir, SECRET_KEY.stunnelConf)]);
+    await waitForPort(localPort, "127.0.0.1", 10_000, stunnel);
+    const into = join(root, "pull", "into");
+    mkdirSync(into, { recursive: true });
+    const url = `rsync://${credential.user}@127.0.0.1:${localPort}/${moduleNameFor(TENANT_B)}/`;
+    const env = { ...process.env, RSYNC_PASSWORD: credential.password };
+    for (const args of [["-r", url, `${into}/`], [url]]) {
+      const pulled = spawnSync("rsync", ["--contimeout=5", "--timeout=10", ...args], { env, encoding: "utf8", timeout: 30_000 });
+      expect(pulled.status, pulled.stderr).not.toBe(0);
+      expect(pulled.stderr).toMatch(/module is write only/);
+      expect(pulled.stdout).not.toContain("tenant-b-only.txt");
+      expect(pulled.stdout).not.toContain("file.txt");
+    }
+    expect(readdirSync(into)).toEqual([]);
+    stunnel.signal("SIGTERM");
+    await stunnel.exited;
   });
 
   it("a client certificate from another CA (the server verifies its peer)", async () => {
@@ -404,8 +482,7 @@ describe("non-root server and client (no uid/gid switch, no chroot), over IPv6 l
       namespace: NAMESPACE,
       pvcs: [volume],
       runAsRoot: false,
-      user: USER,
-      password,
+      rsyncSecret: password,
       pki,
       uid: UID,
       gid: UID,
@@ -430,8 +507,7 @@ describe("non-root server and client (no uid/gid switch, no chroot), over IPv6 l
       sourcePvc: pvc("source"),
       destinationPvc: volume,
       runAsRoot: false,
-      user: USER,
-      password,
+      rsyncSecret: password,
       pki,
       uid: UID,
       gid: UID,

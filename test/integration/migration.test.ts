@@ -44,7 +44,7 @@ function countedBodies(): { bodies: Bodies; entered: Map<string, number> } {
   return { bodies, entered };
 }
 
-function runnerWith(bodies: Bodies) {
+function runnerWith(bodies: Bodies, extra: { credentialGraceMs?: number } = {}) {
   return createPhaseRunner({
     hostKubeConfig: clusters.source,
     ledgerTableName: table.tableName,
@@ -52,6 +52,7 @@ function runnerWith(bodies: Bodies) {
     bodies,
     leaseMs: 30_000,
     policy: TEST_MIGRATION_POLICY,
+    ...extra,
   });
 }
 
@@ -308,12 +309,46 @@ describe("the failure path", () => {
     await expect(clusters.destination.makeApiClient(CoreV1Api).readNamespace({ name: `nowhere-${run}` })).rejects.toMatchObject({ code: 404 });
   });
 
-  it("fails a DVM whose cluster reference does not resolve, naming the field", async () => {
+  it("fails a DVM whose cluster reference stays unresolved past the credential grace, naming the field", async () => {
     const spec = { ...fixture.spec, destinationCluster: { kubeconfigSecretRef: { name: "no-such-secret" } } };
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-unresolved", spec);
-    await driveToCompletion(runnerWith(PHASE_BODIES), requestFor(dvm));
+    // No grace: the first failure is past it (the rotation test below has the default's behaviour).
+    await driveToCompletion(runnerWith(PHASE_BODIES, { credentialGraceMs: 0 }), requestFor(dvm));
     const done = await readDvm(clusters.source, fixture.dvmNamespace, "move-unresolved");
     expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationFailed" });
-    expect(done.status.errors).toEqual([`spec.destinationCluster.kubeconfigSecretRef.name: Secret ${fixture.dvmNamespace}/no-such-secret not found`]);
+    expect(done.status.errors?.[0]).toMatch(
+      new RegExp(
+        `^spec\\.destinationCluster\\.kubeconfigSecretRef\\.name: Secret ${fixture.dvmNamespace}/no-such-secret not found: still failing 0 s after the first failure`,
+      ),
+    );
+    expect(findCondition(done.status.conditions, "CleanupIncomplete")?.message).toContain(`${LABEL.dvmUid}=${done.metadata.uid}`);
+  });
+
+  it("completes when its kubeconfig Secret is deleted and re-created mid-migration (rotation)", async () => {
+    const core = clusters.source.makeApiClient(CoreV1Api);
+    const secret = { name: `rotating-${run}`, namespace: fixture.dvmNamespace };
+    const kubeconfig = () => core.readNamespacedSecret({ name: "destination-kubeconfig", namespace: fixture.dvmNamespace });
+    const create = async () =>
+      core.createNamespacedSecret({ namespace: secret.namespace, body: { metadata: { name: secret.name }, data: (await kubeconfig()).data } });
+    await create();
+    const spec = { ...fixture.spec, destinationCluster: { kubeconfigSecretRef: { name: secret.name } } };
+    const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-rotated", spec);
+    let missingSeen = false;
+    const results = await driveToCompletion(runnerWith(PHASE_BODIES), requestFor(dvm), {
+      each: async (step) => {
+        if (step === 2) await core.deleteNamespacedSecret(secret);
+        if (step > 2 && !missingSeen) {
+          const current = await readDvm(clusters.source, fixture.dvmNamespace, "move-rotated");
+          missingSeen = findCondition(current.status.conditions, "ClusterCredentialsUnavailable")?.status === "True";
+          if (missingSeen) await create();
+        }
+      },
+    });
+    expect(missingSeen).toBe(true);
+    expect(results.some((r) => r.kind === "retry")).toBe(true);
+    const done = await readDvm(clusters.source, fixture.dvmNamespace, "move-rotated");
+    expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigration" });
+    expect(done.status.errors ?? []).toEqual([]);
+    expect(findCondition(done.status.conditions, "ClusterCredentialsUnavailable")).toBeUndefined();
   });
 });

@@ -127,12 +127,13 @@ describe.skipIf(missing("tinyproxy", existsSync(TINYPROXY), "apt-get install -y 
       );
     });
 
-    it("with DVM_STUNNEL_TCP_PROXY the migration completes through tinyproxy, the data matches, and the password stays in the client Secret", async () => {
+    it("with DVM_STUNNEL_TCP_PROXY_TENANT the migration completes through tinyproxy, the data matches, and the password stays in the client Secret", async () => {
       const ns = proxyNamespace!;
       const proxyUrl = `http://${PROXY_USER}:${PROXY_PASSWORD}@${ns.address}:${PROXY_PORT}`;
-      // The operator's setting, read the way the phase function reads it.
-      const policy: MigrationPolicy = { ...basePolicy, transfer: parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: proxyUrl }).transfer };
-      expect(policy.transfer.tcpProxy).toMatchObject({ host: ns.address, port: PROXY_PORT, credentials: { username: PROXY_USER } });
+      // The operator's setting, read the way the phase function reads it. The volume's namespace is not an
+      // admin namespace, so its client Secret gets the tenant proxy (a credential tenants may read).
+      const policy: MigrationPolicy = { ...basePolicy, transfer: parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY_TENANT: proxyUrl }).transfer };
+      expect(policy.transfer.tenantTcpProxy).toMatchObject({ host: ns.address, port: PROXY_PORT, credentials: { username: PROXY_USER } });
 
       const namespace = `proxied-${run}`;
       const volume = await sourceVolume(namespace, 32);

@@ -24,6 +24,7 @@ import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { findFreePort } from "../../src/local/ports";
 import type { TransferPki } from "../../src/transfer/certificates";
+import { moduleCredential, type RsyncCredential } from "../../src/transfer/credentials";
 import { moduleMountPath, type TransferPaths, transferPaths } from "../../src/transfer/paths";
 import { type RsyncClientPodOptions, rsyncClientPod, rsyncServerPod, type TransferPod } from "../../src/transfer/pods";
 import { parseRsyncProgress, type RsyncProgress } from "../../src/transfer/progress";
@@ -213,8 +214,8 @@ export interface LocalServerOptions {
   namespace: string;
   pvcs: PvcRef[];
   runAsRoot: boolean;
-  user: string;
-  password: string;
+  /** The migration's rsync secret: each module's credential is derived from it. */
+  rsyncSecret: string;
   pki: TransferPki;
   /** Run the containers as this uid/gid (a non-root pod). */
   uid?: number;
@@ -234,8 +235,7 @@ export async function startLocalServerPod(processes: LocalProcesses, options: Lo
   const rsyncPort = await findFreePort();
   const secretData = serverTransferSecretData({
     pvcs: options.pvcs,
-    user: options.user,
-    password: options.password,
+    rsyncSecret: options.rsyncSecret,
     pki: options.pki,
     runAsRoot: options.runAsRoot,
     stunnelPort,
@@ -289,8 +289,10 @@ export interface LocalClientOptions {
   sourcePvc: PvcRef;
   destinationPvc: PvcRef;
   runAsRoot: boolean;
-  user: string;
-  password: string;
+  /** The migration's rsync secret: the client gets the destination module's credential only, as in a cluster. */
+  rsyncSecret: string;
+  /** Use this credential instead (another module's, a wrong one). */
+  credential?: RsyncCredential;
   pki: TransferPki;
   rsync?: RsyncClientPodOptions["rsync"];
   /** The name the client expects on the server certificate. Default: the DNS name the PKI was made for. */
@@ -315,8 +317,9 @@ export async function runLocalClientPod(processes: LocalProcesses, options: Loca
     sourceMountPath: options.sourceDir,
   });
   const localPort = await findFreePort();
+  const credential = options.credential ?? moduleCredential(options.rsyncSecret, moduleNameFor(options.destinationPvc));
   const generated = clientTransferSecretData({
-    password: options.password,
+    password: credential.password,
     pki: options.pki,
     endpointHost: options.endpointHost ?? "127.0.0.1",
     endpointPort: options.server.stunnelPort,
@@ -331,7 +334,7 @@ export async function runLocalClientPod(processes: LocalProcesses, options: Loca
     configSecretName: "rsync-client",
     sourcePvc: options.sourcePvc,
     destinationPvc: options.destinationPvc,
-    user: options.user,
+    user: credential.user,
     runAsRoot: options.runAsRoot,
     localPort,
     waitSeconds: 20,

@@ -1,6 +1,6 @@
 /** A PhaseContext over fake clusters, for unit tests of phase decisions. */
 import type { ItineraryName, PhaseName } from "../../src/dvm/itinerary";
-import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy, transferImageFor } from "../../src/dvm/policy";
+import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, type MigrationPolicy, transferImageFor } from "../../src/dvm/policy";
 import { transferSettingsFor } from "../../src/dvm/transferPolicy";
 import { type DvmStatus, parseDvmSpec } from "../../src/dvm/types";
 import { silentLogger } from "../../src/log";
@@ -31,7 +31,7 @@ export function fakeContext(
     clusters: { host, source, destination, sameCluster: options.sameCluster ?? false },
     volumes: volumePairs(parsed.spec, itinerary),
     transferImage: transferImageFor(parsed.spec, policy),
-    transfer: transferSettingsFor(parsed.spec, policy.transfer),
+    transfer: transferSettingsFor(parsed.spec, policy.transfer, (namespace) => isAdminNamespace(namespace, policy)),
     attempt: 1,
     clock: { now: () => now },
     log: silentLogger,

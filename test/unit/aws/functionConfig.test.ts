@@ -26,6 +26,14 @@ describe("the phase function's configuration", () => {
     expect(parsePhaseFunctionEnv({ [ENV.ledgerTable]: "t", [ENV.kubeconfigParameter]: "" })).not.toHaveProperty("kubeconfigParameter");
   });
 
+  it("reads the credential grace in seconds, unset by default (the runner's 5 minutes), and refuses a bad one naming it", () => {
+    expect(parsePhaseFunctionEnv({ [ENV.ledgerTable]: "t" })).not.toHaveProperty("credentialGraceMs");
+    expect(parsePhaseFunctionEnv({ [ENV.ledgerTable]: "t", [ENV.clusterCredentialGraceSeconds]: "600" }).credentialGraceMs).toBe(600_000);
+    expect(() => parsePhaseFunctionEnv({ [ENV.ledgerTable]: "t", [ENV.clusterCredentialGraceSeconds]: "5m" })).toThrow(
+      /DVM_CLUSTER_CREDENTIAL_GRACE_SECONDS: /,
+    );
+  });
+
   it("reads the events' settings on their own, with their defaults", () => {
     expect(parseEventsEnv({ [ENV.eventsSink]: "EventBridge" })).toEqual({
       sink: { kind: "eventbridge", busName: "default" },

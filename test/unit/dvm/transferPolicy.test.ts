@@ -108,6 +108,7 @@ describe("the operator's transfer policy", () => {
       verify: false,
       extraOptions: [],
       maxConcurrentVolumes: 5,
+      tcpProxyFor: expect.any(Function),
     });
     // The pods' default requests (400m CPU, 512Mi memory) are lowered to a smaller maximum.
     expect(transferSettingsFor(parsedSpec(undefined), { ...operator, maxResources: { cpu: "200m" } }).resources).toEqual({
@@ -244,13 +245,63 @@ describe("the operator's stunnel proxy (DVM_STUNNEL_TCP_PROXY)", () => {
 
   it("reaches the transfer settings of every DVM, and no DVM can set it", () => {
     const operatorPolicy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://proxy.corp.example:3128" }).transfer;
-    expect(transferSettingsFor(parsedSpec({ verify: true }), operatorPolicy).tcpProxy).toEqual({ host: "proxy.corp.example", port: 3128 });
-    expect(transferSettingsFor(parsedSpec(undefined), DEFAULT_TRANSFER_POLICY).tcpProxy).toBeUndefined();
+    const viaProxy = { kind: "proxy", proxy: { host: "proxy.corp.example", port: 3128 } };
+    expect(transferSettingsFor(parsedSpec({ verify: true }), operatorPolicy).tcpProxyFor("shop")).toEqual(viaProxy);
+    expect(transferSettingsFor(parsedSpec(undefined), DEFAULT_TRANSFER_POLICY).tcpProxyFor("shop")).toEqual({ kind: "direct" });
     // The spec has no such field: a DVM's own (pruned by the CRD, dropped by the parser) changes nothing.
     const asked = parsedSpec({ verify: true, tcpProxy: "http://elsewhere:3128" });
     expect(asked.transfer).toEqual({ verify: true });
-    expect(transferSettingsFor(asked, operatorPolicy).tcpProxy).toEqual({ host: "proxy.corp.example", port: 3128 });
-    expect(transferSettingsFor(asked, DEFAULT_TRANSFER_POLICY).tcpProxy).toBeUndefined();
+    expect(transferSettingsFor(asked, operatorPolicy).tcpProxyFor("shop")).toEqual(viaProxy);
+    expect(transferSettingsFor(asked, DEFAULT_TRANSFER_POLICY).tcpProxyFor("shop")).toEqual({ kind: "direct" });
+  });
+});
+
+describe("the operator's proxy credential and tenants (DVM_STUNNEL_TCP_PROXY_TENANT)", () => {
+  const CREDENTIALED = "http://dvm:hunter2@proxy.corp.example:3128";
+  const adminOnly = (namespace: string) => namespace === "dvm-system";
+
+  it("gives the credentialed proxy to admin namespaces only, and the tenant proxy everywhere else", () => {
+    const policy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: CREDENTIALED, DVM_STUNNEL_TCP_PROXY_TENANT: "http://tenants.corp.example:3129" });
+    const settings = transferSettingsFor(parsedSpec(undefined), policy.transfer, adminOnly);
+    const admin = settings.tcpProxyFor("dvm-system");
+    expect(admin).toMatchObject({ kind: "proxy", proxy: { host: "proxy.corp.example", credentials: { username: "dvm" } } });
+    expect(settings.tcpProxyFor("shop")).toEqual({ kind: "proxy", proxy: { host: "tenants.corp.example", port: 3129 } });
+    // Round-trips through the function's environment like the operator's proxy.
+    expect(parsePolicyEnv(policyEnv(policy)).transfer.tenantTcpProxy).toEqual({ host: "tenants.corp.example", port: 3129 });
+  });
+
+  it("refuses a tenant namespace when only the credentialed proxy is set, naming what the operator must set", () => {
+    const transfer = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: CREDENTIALED }).transfer;
+    const choice = transferSettingsFor(parsedSpec(undefined), transfer, adminOnly).tcpProxyFor("shop");
+    expect(choice).toEqual({ kind: "refused", reason: expect.stringContaining("must set DVM_STUNNEL_TCP_PROXY_TENANT") });
+    expect(JSON.stringify(choice)).not.toContain("hunter2");
+    // Unset isAdminNamespace: no namespace is an admin one, so the credential goes nowhere.
+    expect(transferSettingsFor(parsedSpec(undefined), transfer).tcpProxyFor("dvm-system").kind).toBe("refused");
+    // A proxy without a credential holds nothing secret: tenants use it when no tenant proxy is set.
+    const open = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://proxy.corp.example:3128" }).transfer;
+    expect(transferSettingsFor(parsedSpec(undefined), open, adminOnly).tcpProxyFor("shop").kind).toBe("proxy");
+  });
+
+  it("refuses such a tenant DVM (and an admin DVM reading from a tenant namespace) before any pod, by policy", () => {
+    const policy = { ...DEFAULT_MIGRATION_POLICY, transfer: parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: CREDENTIALED }).transfer };
+    const pvcs = [
+      { name: "db", namespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] },
+      { name: "cfg", namespace: "dvm-system", targetNamespace: "shop", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] },
+    ];
+    const spec = (migrationType?: string) => {
+      const parsed = parseDvmSpec({ persistentVolumeClaims: pvcs, ...(migrationType ? { migrationType } : {}) });
+      if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+      return parsed.spec;
+    };
+    const proxyFields = (namespace: string, migrationType?: string) =>
+      policyViolations(namespace, spec(migrationType), policy)
+        .filter((v) => v.message.includes("DVM_STUNNEL_TCP_PROXY_TENANT"))
+        .map((v) => v.field);
+    expect(proxyFields("dvm-system")).toEqual(["spec.persistentVolumeClaims[0].namespace"]);
+    // A Rollback reads from the target namespace: the client Secret of the second PVC goes to "shop".
+    expect(proxyFields("dvm-system", "Rollback")).toEqual(["spec.persistentVolumeClaims[0].namespace", "spec.persistentVolumeClaims[1].targetNamespace"]);
+    const tenantPolicy = { ...policy, transfer: { ...policy.transfer, tenantTcpProxy: { host: "tenants.corp.example", port: 3129 } } };
+    expect(policyViolations("dvm-system", spec("Rollback"), tenantPolicy)).toEqual([]);
   });
 });
 

@@ -9,6 +9,7 @@ import { runRsyncOperations } from "../../../src/phases/rsyncOperations";
 import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../../src/phases/serverPods";
 import { clientSecretName, createRsyncConfig, createStunnelConfig } from "../../../src/phases/transferConfig";
 import type { PhaseContext } from "../../../src/phases/types";
+import { moduleCredential, moduleNameFor } from "../../../src/transfer";
 import type { FakeCluster } from "../../support/fakeCluster";
 import { fakeContext, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
 
@@ -47,7 +48,9 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     const password = decode(await host.get({ ...KINDS.Secret, namespace: ctx.dvm.namespace, name: names.credentialsSecret }), "password")!;
     expect(password.length).toBeGreaterThanOrEqual(32);
     const server = await destination.get({ ...KINDS.Secret, namespace: "shop", name: names.rsyncServerSecret });
-    expect(decode(server, "rsyncd.secrets")).toBe(`dvm:${password}\n`);
+    // One credential per module, derived from the host's secret, which itself goes nowhere else.
+    const shopModules = ctx.volumes.filter((v) => v.to.namespace === "shop").map((v) => moduleCredential(password, moduleNameFor(v.to)));
+    expect(decode(server, "rsyncd.secrets")).toBe(shopModules.map((c) => `${c.user}:${c.password}\n`).join(""));
     expect(decode(server, "stunnel.conf")).toMatch(/sslVersionMin = TLSv1.3/);
     const client = await source.get({ ...KINDS.Secret, namespace: "ops", name: clientSecretName(ctx, ctx.volumes[2]!) });
     expect(decode(client, "stunnel.conf")).toMatch(/connect = 10\.0\.0\.9:6443/);
@@ -55,10 +58,17 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     expect(decode(client, "tls.key")).not.toBe(decode(server, "tls.key"));
     expect(client?.metadata.labels?.[LABEL.transfer]).toBe("true");
     expect(decode(client, "stunnel.conf")).not.toContain("protocol");
+    // A client Secret holds its own module's password: not the host's secret, not another volume's.
+    const own = moduleCredential(password, moduleNameFor(ctx.volumes[2]!.to));
+    expect(decode(client, "rsync-password")).toBe(own.password);
+    const clientText = JSON.stringify(client);
+    expect(clientText).not.toContain(password);
+    for (const other of shopModules) expect(clientText).not.toContain(other.password);
   });
 
-  it("points every client at the operator's proxy, its credentials in the client Secrets only", async () => {
-    const policy = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+  it("points clients in admin namespaces at the operator's proxy, its credential in those client Secrets only", async () => {
+    const operator = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+    const policy = { ...operator, adminNamespaces: ["shop", "ops"] };
     const { ctx, host, source, destination } = await configured(TWO_NAMESPACE_SPEC, policy);
     await createRsyncConfig(ctx);
     await createStunnelConfig(ctx);
@@ -73,6 +83,29 @@ describe("CreateRsyncConfig and CreateStunnelConfig", () => {
     expect(JSON.stringify(server)).not.toContain("hunter2");
     expect(JSON.stringify(await host.list(KINDS.Secret, ctx.dvm.namespace, {}))).not.toContain("hunter2");
     expect(JSON.stringify(ctx)).not.toContain("hunter2");
+  });
+
+  it("never writes the operator's proxy credential into a tenant namespace: the tenant proxy goes there", async () => {
+    const operator = parsePolicyEnv({ DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128" });
+    // "shop" and "ops" are tenant namespaces (the default admin namespace is dvm-system).
+    const refused = await configured(TWO_NAMESPACE_SPEC, operator);
+    await createRsyncConfig(refused.ctx);
+    await expect(createStunnelConfig(refused.ctx)).rejects.toThrow(/spec\.persistentVolumeClaims\[0\]\.namespace: .*must set DVM_STUNNEL_TCP_PROXY_TENANT/);
+    expect(JSON.stringify(await refused.source.list(KINDS.Secret, "shop", {}))).not.toContain("hunter2");
+
+    const withTenantProxy = parsePolicyEnv({
+      DVM_STUNNEL_TCP_PROXY: "http://dvm:hunter2@proxy.corp.example:3128",
+      DVM_STUNNEL_TCP_PROXY_TENANT: "http://tenant:visible@tenants.corp.example:3129",
+    });
+    const { ctx, source } = await configured(TWO_NAMESPACE_SPEC, withTenantProxy);
+    await createRsyncConfig(ctx);
+    await createStunnelConfig(ctx);
+    for (const pair of ctx.volumes) {
+      const conf = decode(await source.get({ ...KINDS.Secret, namespace: pair.from.namespace, name: clientSecretName(ctx, pair) }), "stunnel.conf");
+      expect(conf).toContain("connect = tenants.corp.example:3129\n");
+      expect(conf).toContain("protocolUsername = tenant\nprotocolPassword = visible\n");
+      expect(conf).not.toContain("hunter2");
+    }
   });
 });
 
@@ -219,6 +252,9 @@ describe("RunRsyncOperations", () => {
     expect(pod!.spec.securityContext.runAsNonRoot).toBe(true);
     expect(pod!.spec.volumes.find((v) => v.secret)?.secret?.secretName).toBe(clientSecretName(ctx, ctx.volumes[2]!));
     expect(pod!.metadata.labels).toMatchObject({ [LABEL.attempt]: "1", [LABEL.volume]: ctx.volumes[2]!.id, [LABEL.transfer]: "true" });
+    // As the module's own user, the one its daemon section admits.
+    const module = moduleNameFor(ctx.volumes[2]!.to);
+    expect(JSON.stringify(pod!.spec)).toContain(`rsync://${module}@`);
   });
 
   it("runs the transfer pods as spec.transferIdentity says", async () => {

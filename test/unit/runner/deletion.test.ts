@@ -8,7 +8,7 @@ import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../
 import { type DirectVolumeMigration, DVM_FINALIZER } from "../../../src/dvm/types";
 import type { DvmStore } from "../../../src/kube/dvmStore";
 import { KINDS } from "../../../src/kube/objects";
-import type { ClusterResolver } from "../../../src/kube/resolver";
+import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../../../src/kube/resolver";
 import { transferLabels } from "../../../src/phases/names";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
 import type { ReconcileRequest } from "../../../src/runner/request";
@@ -101,6 +101,54 @@ describe("the runner and the DVM's lifecycle", () => {
     expect(await transferObjects()).toEqual([]);
     expect(await store.get(request.namespace, request.name)).toBeUndefined();
     expect([...ledger.entries.values()].every((e) => e.expiresAt !== undefined)).toBe(true);
+  });
+
+  it("on deletion waits for a kubeconfig Secret missing for a moment (rotation), then cleans up", async () => {
+    let secretPresent = true;
+    const both = resolver;
+    resolver = {
+      resolve: async (namespace, spec) => {
+        if (!secretPresent)
+          throw new ClusterCredentialsUnavailableError(["spec.destinationCluster.kubeconfigSecretRef.name: Secret openshift-migration/dst not found"]);
+        return both.resolve(namespace, spec);
+      },
+    };
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const r = runner({}, { clock: { now: () => now } });
+    await runUntil(r, "CreateStunnelConfig");
+    store.markDeleted(new Date(now).toISOString());
+    secretPresent = false;
+    // Not released while the Secret may come back: the objects (a Secret with keys, in a cluster) stay reachable.
+    expect(await r.run(request)).toMatchObject({ kind: "waiting", phase: "Deleting" });
+    expect(await transferObjects()).toHaveLength(1);
+    expect(store.current().metadata.finalizers).toContain(DVM_FINALIZER);
+    secretPresent = true;
+    now += 10_000;
+    const results = [];
+    for (let i = 0; i < 5 && results.at(-1)?.kind !== "gone"; i++) results.push(await r.run(request));
+    expect(results.at(-1)).toEqual({ kind: "gone" });
+    expect(await transferObjects()).toEqual([]);
+  });
+
+  it("on deletion gives up on a kubeconfig Secret still missing after the grace, and releases the DVM", async () => {
+    const both = resolver;
+    let secretPresent = true;
+    resolver = {
+      resolve: async (namespace, spec) => {
+        if (!secretPresent)
+          throw new ClusterCredentialsUnavailableError(["spec.destinationCluster.kubeconfigSecretRef.name: Secret openshift-migration/dst not found"]);
+        return both.resolve(namespace, spec);
+      },
+    };
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const r = runner({}, { clock: { now: () => now }, credentialGraceMs: 60_000 });
+    await runUntil(r, "CreateStunnelConfig");
+    store.markDeleted(new Date(now).toISOString());
+    secretPresent = false;
+    now += 59_000;
+    expect(await r.run(request)).toMatchObject({ kind: "waiting", phase: "Deleting" });
+    now += 1_000;
+    expect(await r.run(request)).toEqual({ kind: "gone" });
   });
 
   it("deleting a DVM whose spec the policy refuses follows none of its references: no Secret is read to clean up", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TransferConfigError } from "../../../src/transfer/configText";
-import { generateRsyncPassword, RSYNC_PASSWORD_MIN_LENGTH, rsyncSecretsFile } from "../../../src/transfer/credentials";
+import { generateRsyncPassword, moduleCredential, RSYNC_PASSWORD_MIN_LENGTH, rsyncSecretsFile } from "../../../src/transfer/credentials";
 
 describe("generateRsyncPassword", () => {
   it("is 48 base62 characters by default", () => {
@@ -25,14 +25,36 @@ describe("generateRsyncPassword", () => {
 });
 
 describe("rsyncSecretsFile", () => {
-  it("is user:password and a newline", () => {
-    expect(rsyncSecretsFile("dvm", "s3cret")).toBe("dvm:s3cret\n");
+  it("is user:password and a newline, one line per credential", () => {
+    expect(rsyncSecretsFile([{ user: "dvm", password: "s3cret" }])).toBe("dvm:s3cret\n");
+    expect(
+      rsyncSecretsFile([
+        { user: "pvc-a", password: "x" },
+        { user: "pvc-b", password: "y" },
+      ]),
+    ).toBe("pvc-a:x\npvc-b:y\n");
   });
 
   it("refuses users and passwords that would break the line format", () => {
-    expect(() => rsyncSecretsFile("a:b", "x")).toThrow(/user/);
-    expect(() => rsyncSecretsFile("", "x")).toThrow(/user/);
-    expect(() => rsyncSecretsFile("dvm", "two\nlines")).toThrow(/password/);
-    expect(() => rsyncSecretsFile("dvm", "")).toThrow(/password/);
+    expect(() => rsyncSecretsFile([{ user: "a:b", password: "x" }])).toThrow(/user/);
+    expect(() => rsyncSecretsFile([{ user: "", password: "x" }])).toThrow(/user/);
+    expect(() => rsyncSecretsFile([{ user: "dvm", password: "two\nlines" }])).toThrow(/password/);
+    expect(() => rsyncSecretsFile([{ user: "dvm", password: "" }])).toThrow(/password/);
+  });
+});
+
+describe("moduleCredential", () => {
+  const secret = "S".repeat(48);
+
+  it("is the module's own user and a password derived from the migration's secret, the same every time", () => {
+    const a = moduleCredential(secret, "pvc-aaaaaaaaaaaaaaaa");
+    expect(a.user).toBe("pvc-aaaaaaaaaaaaaaaa");
+    expect(a.password).toMatch(/^[0-9a-f]{64}$/);
+    expect(moduleCredential(secret, "pvc-aaaaaaaaaaaaaaaa")).toEqual(a);
+    // Another module, or another migration: another password; neither reveals the secret.
+    expect(moduleCredential(secret, "pvc-bbbbbbbbbbbbbbbb").password).not.toBe(a.password);
+    expect(moduleCredential("T".repeat(48), "pvc-aaaaaaaaaaaaaaaa").password).not.toBe(a.password);
+    expect(a.password).not.toContain(secret);
+    expect(() => moduleCredential("short", "pvc-a")).toThrow(/migrationSecret/);
   });
 });

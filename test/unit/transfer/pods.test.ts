@@ -1,6 +1,7 @@
 import type { V1Container, V1SecurityContext } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { generateTransferPki, type TransferPki } from "../../../src/transfer/certificates";
+import { moduleCredential } from "../../../src/transfer/credentials";
 import { DEFAULT_TRANSFER_IMAGE, rsyncClientPod, rsyncDaemonScript, rsyncServerPod, type TransferPod, transferSecret } from "../../../src/transfer/pods";
 import { RSYNC_PASSWORD_ENV } from "../../../src/transfer/rsyncClient";
 import { moduleNameFor } from "../../../src/transfer/rsyncd";
@@ -26,12 +27,18 @@ function expectLockedDown(sc: V1SecurityContext | undefined) {
   expect(sc?.capabilities?.drop).toEqual(["ALL"]);
 }
 
+const SECRET = "s".repeat(48);
+
 describe("serverTransferSecretData", () => {
   it("holds the daemon and stunnel configs, the secrets file and only the server's key", () => {
-    const secret = serverTransferSecretData({ pvcs: [data, logs], user: "dvm", password: "p".repeat(48), pki, runAsRoot: false });
+    const secret = serverTransferSecretData({ pvcs: [data, logs], rsyncSecret: "p".repeat(48), pki, runAsRoot: false });
     expect(Object.keys(secret).sort()).toEqual(["ca.crt", "rsyncd.conf", "rsyncd.secrets", "stunnel.conf", "tls.crt", "tls.key"]);
-    expect(secret["rsyncd.secrets"]).toBe(`dvm:${"p".repeat(48)}\n`);
-    expect(secret["rsyncd.conf"]).toContain(`[${moduleNameFor(data)}]\npath = /mnt/${moduleNameFor(data)}\ncomment = app/data`);
+    // One user per module, each with its own password; the migration's secret itself is not there.
+    const [dataCredential, logsCredential] = [data, logs].map((pvc) => moduleCredential("p".repeat(48), moduleNameFor(pvc)));
+    expect(secret["rsyncd.secrets"]).toBe(`${moduleNameFor(data)}:${dataCredential!.password}\n${moduleNameFor(logs)}:${logsCredential!.password}\n`);
+    expect(secret["rsyncd.conf"]).toContain(
+      `[${moduleNameFor(data)}]\npath = /mnt/${moduleNameFor(data)}\ncomment = app/data\nauth users = ${moduleNameFor(data)}\n`,
+    );
     expect(secret["rsyncd.conf"]).toContain(`[${moduleNameFor(logs)}]`);
     expect(secret["rsyncd.conf"]).toContain("secrets file = /tmp/rsyncd.secrets");
     expect(secret["rsyncd.conf"]).toContain("port = 8873");
@@ -45,8 +52,7 @@ describe("serverTransferSecretData", () => {
   it("as root chroots into modules unless told otherwise, and honours ports and paths", () => {
     const root = serverTransferSecretData({
       pvcs: [data],
-      user: "dvm",
-      password: "x",
+      rsyncSecret: SECRET,
       pki,
       runAsRoot: true,
       stunnelPort: 7443,
@@ -58,16 +64,14 @@ describe("serverTransferSecretData", () => {
     expect(root["rsyncd.conf"]).toContain("secrets file = /s/rsyncd.secrets");
     expect(root["stunnel.conf"]).toContain("accept = 7443\nconnect = 127.0.0.1:2222");
     expect(root["stunnel.conf"]).toContain("cert = /cfg/tls.crt");
-    expect(serverTransferSecretData({ pvcs: [data], user: "dvm", password: "x", pki, runAsRoot: true, chroot: false })["rsyncd.conf"]).toContain(
-      "use chroot = no",
-    );
-    expect(() => serverTransferSecretData({ pvcs: [data], user: "dvm", password: "x", pki, runAsRoot: false, rsyncPort: 6443 })).toThrow(/rsyncPort/);
+    expect(serverTransferSecretData({ pvcs: [data], rsyncSecret: SECRET, pki, runAsRoot: true, chroot: false })["rsyncd.conf"]).toContain("use chroot = no");
+    expect(() => serverTransferSecretData({ pvcs: [data], rsyncSecret: SECRET, pki, runAsRoot: false, rsyncPort: 6443 })).toThrow(/rsyncPort/);
   });
 });
 
 describe("serverTransferSecretData for Block volumes", () => {
   it("admits --write-devices in a Block PVC's module only, never --copy-devices", () => {
-    const payload = serverTransferSecretData({ pvcs: [data, { ...logs, block: true }], user: "dvm", password: "pw", pki, runAsRoot: true });
+    const payload = serverTransferSecretData({ pvcs: [data, { ...logs, block: true }], rsyncSecret: SECRET, pki, runAsRoot: true });
     const conf = payload["rsyncd.conf"] ?? "";
     const sections = conf.split(/^(?=\[)/m);
     expect(sections.find((s) => s.startsWith(`[${moduleNameFor(logs)}]`))).toContain("refuse options = copy-devices !write-devices");

@@ -2,8 +2,7 @@ import { describe, expect, it } from "vitest";
 import { moduleNameFor, rsyncdConfig } from "../../../src/transfer/rsyncd";
 
 const base = {
-  modules: [{ name: "pvc-0123456789abcdef", path: "/mnt/pvc-0123456789abcdef", comment: "ns/data" }],
-  user: "dvm",
+  modules: [{ name: "pvc-0123456789abcdef", path: "/mnt/pvc-0123456789abcdef", comment: "ns/data", authUser: "pvc-0123456789abcdef" }],
   secretsFile: "/tmp/rsyncd.secrets",
 };
 
@@ -20,7 +19,7 @@ describe("moduleNameFor", () => {
 });
 
 describe("rsyncdConfig", () => {
-  it("for a non-root daemon: loopback only, one user, no uid/gid, no chroot, verbatim symlinks", () => {
+  it("for a non-root daemon: loopback only, write only, one user per module, no uid/gid, no chroot, verbatim symlinks", () => {
     const config = rsyncdConfig({ ...base, runAsRoot: false });
     expect(settings(config)).toEqual([
       "port = 8873",
@@ -29,16 +28,17 @@ describe("rsyncdConfig", () => {
       "reverse lookup = no",
       "hosts allow = 127.0.0.1 ::1",
       "hosts deny = *",
-      "auth users = dvm",
       "secrets file = /tmp/rsyncd.secrets",
       "strict modes = yes",
       "read only = no",
+      "write only = yes",
       "list = no",
       "use chroot = no",
       "munge symlinks = no",
       "numeric ids = yes",
       "path = /mnt/pvc-0123456789abcdef",
       "comment = ns/data",
+      "auth users = pvc-0123456789abcdef",
     ]);
     expect(config).toContain("\n[pvc-0123456789abcdef]\npath = ");
   });
@@ -82,38 +82,40 @@ describe("rsyncdConfig", () => {
       ...base,
       runAsRoot: false,
       modules: [
-        { name: "a", path: "/mnt/a" },
-        { name: "b", path: "/mnt/b" },
+        { name: "a", path: "/mnt/a", authUser: "a" },
+        { name: "b", path: "/mnt/b", authUser: "b" },
       ],
     });
-    expect(config).toContain("[a]\npath = /mnt/a\n");
-    expect(config).toContain("[b]\npath = /mnt/b\n");
+    expect(config).toContain("[a]\npath = /mnt/a\nauth users = a\n");
+    expect(config).toContain("[b]\npath = /mnt/b\nauth users = b\n");
+    // No global user: a module admits its own user only.
+    expect(config.slice(0, config.indexOf("[a]"))).not.toContain("auth users");
   });
 
   it("refuses % anywhere rsync would expand %VAR% (its %% escape does not protect %VAR%)", () => {
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/mnt/%HOME%/a" }] })).toThrow(/modules\[0\]\.path.*%/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/mnt/%HOME%/a", authUser: "a" }] })).toThrow(/modules\[0\]\.path.*%/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, secretsFile: "/tmp/100%" })).toThrow(/secretsFile/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a", comment: "50%" }] })).toThrow(/comment/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a", comment: "50%", authUser: "a" }] })).toThrow(/comment/);
   });
 
   it("refuses what would change the file's meaning, naming the field", () => {
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [] })).toThrow(/modules/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a]", path: "/a" }] })).toThrow(/modules\[0\]\.name/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a]", path: "/a", authUser: "a" }] })).toThrow(/modules\[0\]\.name/);
     expect(() =>
       rsyncdConfig({
         ...base,
         runAsRoot: false,
         modules: [
-          { name: "a", path: "/a" },
-          { name: "a", path: "/b" },
+          { name: "a", path: "/a", authUser: "a" },
+          { name: "a", path: "/b", authUser: "a" },
         ],
       }),
     ).toThrow(/modules\[1\]\.name.*twice/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a\nuid = 0" }] })).toThrow(/modules\[0\]\.path/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a\\" }] })).toThrow(/backslash/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/outer/./inner" }] })).toThrow(/\/\.\//);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "relative" }] })).toThrow(/absolute/);
-    expect(() => rsyncdConfig({ ...base, runAsRoot: false, user: "a b" })).toThrow(/user/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a\nuid = 0", authUser: "a" }] })).toThrow(/modules\[0\]\.path/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a\\", authUser: "a" }] })).toThrow(/backslash/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/outer/./inner", authUser: "a" }] })).toThrow(/\/\.\//);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "relative", authUser: "a" }] })).toThrow(/absolute/);
+    expect(() => rsyncdConfig({ ...base, runAsRoot: false, modules: [{ name: "a", path: "/a", authUser: "a b" }] })).toThrow(/modules\[0\]\.authUser/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, hostsAllow: [] })).toThrow(/hostsAllow/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, port: 70000 })).toThrow(/port/);
     expect(() => rsyncdConfig({ ...base, runAsRoot: false, timeoutSeconds: -1 })).toThrow(/timeoutSeconds/);

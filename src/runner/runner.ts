@@ -508,7 +508,10 @@ export class PhaseRunner {
       log.warn("claim lost before the failure was recorded: another invocation took over", { holderAttempt: failError.current?.attempt });
       return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
     }
-    const retryAfterMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
+    // The backoff, or longer when the API server said when to come back (429 or 503 with Retry-After).
+    const backoffMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
+    const askedMs = error instanceof KubeApiError ? error.retryAfterMs : undefined;
+    const retryAfterMs = askedMs === undefined ? backoffMs : Math.max(backoffMs, Math.min(askedMs, this.maxRetryDelayMs));
     try {
       await this.guardedWrite(fresh, stats, (current) => {
         if (current.status.phase !== fresh.status.phase) return undefined;

@@ -6,6 +6,7 @@
  *
  *   npx tsx bench/chaos.ts
  *   DVM_BENCH_CHAOS_SCENARIOS=stale-replay,crash  DVM_BENCH_CHAOS_DVMS=3  DVM_BENCH_CHAOS_PVCS=2  npx tsx bench/chaos.ts
+ *   DVM_BENCH_CHAOS_SCENARIOS=throttle-bursts,api-429,invoke-throttle  npx tsx bench/chaos.ts   (the throttling bursts)
  */
 import { pathToFileURL } from "node:url";
 import {

@@ -1,7 +1,8 @@
 /**
  * The host cluster's kubeconfig for the phase function. On AWS it is a SecureString in SSM Parameter
  * Store (DVM_KUBECONFIG_PARAMETER, see phaseConfig.ts and triggerConfig.ts); without that setting (local runs, serverless-offline) it is the
- * KUBECONFIG file, as kubectl reads it. Loaded once per container.
+ * KUBECONFIG file, as kubectl reads it. Loaded once per source; the phase function makes a new source
+ * when an API server refuses the credential (401), see reloadingRunner.ts.
  *
  * The kubeconfig holds credentials: its text is never logged, and parse errors are replaced by a
  * message that cannot quote it (YAML errors echo the offending line).

@@ -1,5 +1,6 @@
 /**
- * The phase function's runner, built from its configuration (src/aws/phaseConfig.ts) once per container.
+ * The phase function's runner, built from its configuration (src/aws/phaseConfig.ts) once per container,
+ * and again when an API server refuses the host kubeconfig (reloadingRunner.ts).
  * The settings are read at the first invocation, so a bad one fails that invocation with a
  * ConfigurationError naming the variable (kept in the dead-letter queue) rather than the container's start.
  *
@@ -13,19 +14,20 @@ import type { Logger } from "../log";
 import { createPhaseRunner, type PhaseRunnerConfig } from "../runner/phaseRunner";
 import { type PhaseEvents, type PhaseEventsFromEnvOptions, phaseEventsFromEnv } from "./eventPublisherFromEnv";
 import { createKubeconfigSource } from "./kubeconfigSource";
-import { onceAsync } from "./once";
 import { parsePhaseFunctionEnv } from "./phaseConfig";
+import { rebuiltOnUnauthorized } from "./reloadingRunner";
 
 export function runnerFromEnv(env: Environment, log: Logger, options: PhaseEventsFromEnvOptions = {}): () => Promise<FlushingRunner> {
   const events = phaseEventsFromEnv(env, log, options);
-  return onceAsync(async () => {
+  // Built once per container, and again when an API server refuses the host kubeconfig (rotated).
+  return rebuiltOnUnauthorized(async () => {
     const { ledgerTableName, kubeconfigParameter, policy, credentialGraceMs } = parsePhaseFunctionEnv(env);
     const hostKubeConfig = await createKubeconfigSource({ parameterName: kubeconfigParameter })();
     const grace = credentialGraceMs !== undefined ? { credentialGraceMs } : {};
     if (!events) return createPhaseRunner({ hostKubeConfig, ledgerTableName, log, policy, ...grace });
     // One DynamoDB client for the runner's ledger and the events' history reads.
     return createPhaseRunnerWithEvents({ hostKubeConfig, ledgerTableName, log, policy, ...grace, dynamo: createLedgerClient() }, events);
-  });
+  }, log);
 }
 
 /**

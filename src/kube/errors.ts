@@ -5,6 +5,8 @@ export class KubeApiError extends Error {
     message: string,
     readonly statusCode: number | undefined,
     readonly reason: string | undefined,
+    /** How long the server asked to wait before trying again (a 429's or 503's Retry-After), when it said. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }
@@ -30,6 +32,23 @@ export class KubeApiError extends Error {
 interface StatusBody {
   reason?: string;
   message?: string;
+  details?: { retryAfterSeconds?: unknown };
+}
+
+/** The longest Retry-After taken from a server: a cluster the DVM's creator controls must not park it for good. */
+const MAX_RETRY_AFTER_SECONDS = 600;
+
+/** A Retry-After header (delay-seconds; an HTTP date is read as the time until it) or the Status body's retryAfterSeconds. */
+function retryAfterMsOf(header: unknown, body: StatusBody, now = Date.now()): number | undefined {
+  let seconds: number | undefined;
+  if (typeof header === "string" && header.trim() !== "") {
+    const value = header.trim();
+    if (/^\d+$/.test(value)) seconds = Number(value);
+    else if (!Number.isNaN(Date.parse(value))) seconds = Math.max(0, (Date.parse(value) - now) / 1000);
+  }
+  const inBody = body.details?.retryAfterSeconds;
+  if (seconds === undefined && typeof inBody === "number" && Number.isFinite(inBody) && inBody >= 0) seconds = inBody;
+  return seconds === undefined ? undefined : Math.round(Math.min(seconds, MAX_RETRY_AFTER_SECONDS) * 1000);
 }
 
 function parseBody(body: unknown): StatusBody {
@@ -46,9 +65,10 @@ function parseBody(body: unknown): StatusBody {
 /** Turns whatever client-node threw into a KubeApiError (its ApiException carries code + Status body). */
 export function toKubeApiError(error: unknown, action: string): KubeApiError {
   if (error instanceof KubeApiError) return error;
-  const e = error as { code?: unknown; body?: unknown; message?: string };
+  const e = error as { code?: unknown; body?: unknown; message?: string; headers?: Record<string, unknown> };
   const code = typeof e?.code === "number" ? e.code : undefined;
   const body = parseBody(e?.body);
-  const detail = body.message ?? e?.message ?? String(error);
-  return new KubeApiError(`${action}: ${detail}`, code, body.reason);
+  const detail = body.message ?? e?.message ?? (code !== undefined ? `HTTP ${code}${body.reason ? ` ${body.reason}` : ""}` : String(error));
+  const retryAfterMs = code === 429 || code === 503 ? retryAfterMsOf(e.headers?.["retry-after"], body) : undefined;
+  return new KubeApiError(`${action}: ${detail}`, code, body.reason, retryAfterMs);
 }

@@ -63,7 +63,7 @@ export class KubeRest {
       throw new KubeApiError(`${action}: the kubeconfig's credentials could not be applied (details not shown)`, undefined, "CredentialError");
     }
     options.agent = this.agentFor(options);
-    let response: { status: number; text: string };
+    let response: Answer;
     try {
       response = await send(url, options, body);
     } catch (error) {
@@ -72,7 +72,7 @@ export class KubeRest {
     if (response.status >= 200 && response.status < 300) {
       return (req.text ? response.text : response.text ? JSON.parse(response.text) : undefined) as T;
     }
-    throw toKubeApiError({ code: response.status, body: response.text }, action);
+    throw toKubeApiError({ code: response.status, body: response.text, headers: { "retry-after": response.retryAfter } }, action);
   }
 
   /**
@@ -106,7 +106,14 @@ function sameValues(a: unknown, b: unknown): boolean {
  * made through this client: creates adopt AlreadyExists, status writes are guarded by resourceVersion
  * (409), deletes answer NotFound, and the other patches are merge patches of the same values.
  */
-async function send(url: URL, options: RequestOptions, body: Buffer | undefined): Promise<{ status: number; text: string }> {
+/** An answer: its status, its body, and the Retry-After a throttling answer carries. */
+interface Answer {
+  status: number;
+  text: string;
+  retryAfter?: string | undefined;
+}
+
+async function send(url: URL, options: RequestOptions, body: Buffer | undefined): Promise<Answer> {
   try {
     return await sendOnce(url, options, body);
   } catch (error) {
@@ -119,13 +126,13 @@ class ReusedConnectionClosed extends Error {
   override readonly name = "ReusedConnectionClosed";
 }
 
-function sendOnce(url: URL, options: RequestOptions, body: Buffer | undefined, retried = false): Promise<{ status: number; text: string }> {
+function sendOnce(url: URL, options: RequestOptions, body: Buffer | undefined, retried = false): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const call = url.protocol === "http:" ? httpRequest : httpsRequest;
     const req = call(url, { ...options, timeout: TIMEOUT_MS }, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), retryAfter: res.headers["retry-after"] }));
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`no answer from ${url.host} within ${TIMEOUT_MS / 1000} s`)));

@@ -101,3 +101,42 @@ export async function withTransientRetry<T>(operation: string, request: () => Pr
     }
   }
 }
+
+/** When and how long to keep a ledger write going that must land (retryUntil). */
+export interface DeadlineRetry {
+  /** Ms since the epoch: no try starts after it (the claim's lease end, or the host's). */
+  deadlineAt: number;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  /** In [0, 1); default Math.random. */
+  random?: () => number;
+}
+
+/** Pauses between rounds of retryUntil: each round already spent the ledger's own short budget. */
+const DEADLINE_RETRY = { baseDelayMs: 200, maxDelayMs: 2_000 } as const;
+
+/**
+ * Runs `request` again after each LedgerUnavailableError (DynamoDB throttled or unreachable through the
+ * ledger's own five tries, about 375 ms) until it succeeds, fails with anything else, or the next round
+ * would start after the deadline (then the last LedgerUnavailableError is thrown). For the writes that end
+ * an attempt (complete, fail, release): giving up on one leaves the phase locked until its lease ends,
+ * and a completion given up on runs the body again, so they are worth the lease's remaining time. Every
+ * such write is fenced by the claim's attempt and recognises its own earlier success, so a round whose
+ * answer was lost is harmless.
+ */
+export async function retryUntil<T>(request: () => Promise<T>, options: DeadlineRetry): Promise<T> {
+  const random = options.random ?? Math.random;
+  for (let round = 1; ; round++) {
+    try {
+      return await request();
+    } catch (error) {
+      if (!(error instanceof LedgerUnavailableError)) throw error;
+      // Half the ceiling fixed, half jittered: a round never follows at once, and rounds of several
+      // invocations spread out.
+      const ceiling = Math.min(DEADLINE_RETRY.maxDelayMs, DEADLINE_RETRY.baseDelayMs * 2 ** Math.min(round - 1, 10));
+      const pause = Math.floor(ceiling / 2 + random() * (ceiling / 2));
+      if (options.now() + pause >= options.deadlineAt) throw error;
+      await options.sleep(pause);
+    }
+  }
+}

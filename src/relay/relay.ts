@@ -16,7 +16,7 @@ import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch
 import { type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
 import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
-import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, requestPhase } from "./schedule";
+import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, requestPhase, sameForwardKey } from "./schedule";
 import type { RelayTransport } from "./transport";
 
 /** A cluster whose labelled pods drive their DVM (a source or destination other than the host). */
@@ -344,7 +344,10 @@ export class Relay {
       ...guess,
       reason,
     };
-    entry.lastForward = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}), at: this.clock.now() };
+    const key = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}) };
+    const previous = entry.lastForward;
+    const forwarded: LastForward = { ...key, at: this.clock.now(), inARow: sameForwardKey(key, previous) ? (previous?.inARow ?? 1) + 1 : 1 };
+    entry.lastForward = forwarded;
     const log = this.log.child({ uid, dvm: `${dvm.namespace}/${dvm.name}`, phase: dvm.phase ?? "(none)" });
 
     let result: Awaited<ReturnType<RelayTransport["forward"]>>;
@@ -365,6 +368,8 @@ export class Relay {
     if (this.live.get(uid) !== entry) return;
     entry.failures = 0;
     if (result?.kind === "advanced" || result?.kind === "duplicate") entry.reported = { phase: result.next, basedOn: dvm.resourceVersion };
+    // A failed attempt's retry delay (the runner's backoff, or the API server's Retry-After) holds events too.
+    if (result?.kind === "retry") forwarded.notBefore = forwarded.at + result.retryAfterMs;
 
     // A deletion is followed until the DVM is gone (its DELETED event, or a "gone" result), whatever phase it was in.
     const next =

@@ -11,6 +11,10 @@ export interface LastForward {
   generation?: number;
   deleting?: boolean;
   at: number;
+  /** Forwards in a row at this phase, generation and deletion state (1 for the first); absent means 1. */
+  inARow?: number;
+  /** No event forwards this key again before this (ms): the function's retryAfterMs after a failed attempt. */
+  notBefore?: number;
 }
 
 /** The part of a DVM that says whether it moved on since the last forward. */
@@ -41,17 +45,35 @@ export function minForwardIntervalMs(phase: string | undefined): number {
   return isPhaseName(phase) ? phaseSpec(phase).requeueMs : POLL_REQUEUE_MS;
 }
 
+/** Whether a DVM is still where the last forward found it: same phase, generation and deletion state. */
+export function sameForwardKey(current: ForwardKey, last: ForwardKey | undefined): boolean {
+  return last !== undefined && last.phase === current.phase && last.generation === current.generation && Boolean(last.deleting) === Boolean(current.deleting);
+}
+
+/**
+ * The spacing of forwards at one key: the phase's requeue delay, doubled for every forward in a row that
+ * did not move the DVM, up to the poll delay of a waiting phase. A non-waiting phase (100 ms) whose body
+ * runs long, or fails, is driven by its own pods' events: without this, every event would invoke the
+ * function every 100 ms, and in the relay's default Event mode the function's "busy, retry after N ms"
+ * is never seen.
+ */
+export function repeatIntervalMs(phase: string | undefined, inARow: number): number {
+  const base = minForwardIntervalMs(phase);
+  return Math.min(Math.max(base, POLL_REQUEUE_MS), base * 2 ** Math.min(Math.max(0, inARow - 1), 20));
+}
+
 /**
  * How long to hold a trigger (DVM event, owned pod event, resync) before forwarding.
  * A new phase or generation is progress (or a new spec) and goes at once. Anything else, typically a
  * status-only change that the function itself wrote while waiting, or an owned pod's heartbeat, waits
- * until the phase's requeue delay has passed since the last forward. Keying on resourceVersion
- * instead would let a function that patches status on every "not yet" drive itself in a hot loop.
+ * until the key's spacing (repeatIntervalMs) has passed since the last forward, and after a failed
+ * attempt until the function's own retry delay. Keying on resourceVersion instead would let a function
+ * that patches status on every "not yet" drive itself in a hot loop.
  */
 export function forwardDelay(now: number, current: ForwardKey, last: LastForward | undefined): number {
-  if (!last) return 0;
-  if (last.phase !== current.phase || last.generation !== current.generation || Boolean(last.deleting) !== Boolean(current.deleting)) return 0;
-  return Math.max(0, last.at + minForwardIntervalMs(current.phase) - now);
+  if (!last || !sameForwardKey(current, last)) return 0;
+  const until = Math.max(last.at + repeatIntervalMs(current.phase, last.inARow ?? 1), last.notBefore ?? 0);
+  return Math.max(0, until - now);
 }
 
 export type FollowUp =

@@ -39,6 +39,29 @@ export interface BodyLeaseOptions {
   clock: Clock;
   /** The host's own end (ms since the epoch), e.g. when Lambda stops the invocation; already net of a reserve. */
   hostDeadlineAt?: number;
+  /**
+   * When the host really stops the invocation (Lambda kills it). The claim's lease was cut to end there
+   * (the runner's claimLeaseMs), and renewals never reach past it: a body killed with its host holds the
+   * phase no longer than the host lived.
+   */
+  hostEndAt?: number;
+}
+
+/** Room kept before the host's end for the write that ends an attempt to land. */
+export const HOST_END_ROOM_MS = 1_000;
+
+/**
+ * The lease to claim for a host that ends at `hostEndAt`: the runner's lease, cut to end when the host
+ * does (never below `minimumMs`, so a claim made at the last moment is still a valid lease).
+ */
+export function leaseWithin(leaseMs: number, now: number, hostEndAt: number | undefined, minimumMs: number): number {
+  if (hostEndAt === undefined) return leaseMs;
+  return Math.min(leaseMs, Math.max(minimumMs, hostEndAt - now));
+}
+
+/** Until when a write that ends an attempt is worth retrying: the lease's end, and not past the host's. */
+export function settleDeadline(leaseExpiresAt: number, hostEndAt: number | undefined): number {
+  return Math.min(leaseExpiresAt, (hostEndAt ?? Number.POSITIVE_INFINITY) - HOST_END_ROOM_MS);
 }
 
 /** What a body sees of its lease (PhaseContext.lease). */
@@ -74,11 +97,17 @@ export class BodyLease implements PhaseLease {
     return Math.min(this.expiresAt - this.options.marginMs, this.options.hostDeadlineAt ?? Number.POSITIVE_INFINITY);
   }
 
+  /** Until when the write that ends this attempt (complete, fail) is worth retrying. */
+  settleBy(): number {
+    return settleDeadline(this.expiresAt, this.options.hostEndAt);
+  }
+
   async renew(): Promise<void> {
     if (this.signal.aborted) this.refused++;
     this.throwIfAborted();
     try {
-      this.expiresAt = await this.options.ledger.renew(this.options.claim, this.options.leaseMs);
+      const leaseMs = leaseWithin(this.options.leaseMs, this.options.clock.now(), this.options.hostEndAt, 1);
+      this.expiresAt = await this.options.ledger.renew(this.options.claim, leaseMs);
     } catch (error) {
       if (error instanceof LostClaimError) this.abort(error);
       throw error;

@@ -21,6 +21,7 @@ import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver, unreachableCluster } from "../kube/resolver";
 import { type Claim, type ClaimResult, LostClaimError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
+import { retryUntil } from "../ledger/retry";
 import { type Logger, silentLogger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { type MigrationClusters, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
@@ -39,7 +40,7 @@ import {
   noteCredentialFailure,
 } from "./credentialGrace";
 import { continueDeletion } from "./deletion";
-import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError } from "./lease";
+import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError, leaseWithin, settleDeadline } from "./lease";
 import type { ReconcileRequest, RunResult, RunStats } from "./request";
 
 export interface RunnerOptions {
@@ -63,6 +64,8 @@ export interface RunnerOptions {
   credentialGraceMs?: number;
   /** What a DVM may reference (src/dvm/policy.ts); default DEFAULT_MIGRATION_POLICY. */
   policy?: MigrationPolicy;
+  /** Waits between rounds of a ledger write retried until the lease's end (default: a timer); tests move their clock. */
+  sleep?: (ms: number) => Promise<void>;
   /** Called after every invocation, for metrics and outgoing events. */
   onResult?: (result: RunResult, stats: RunStats, dvm: { namespace: string; name: string; uid: string }) => void;
 }
@@ -72,7 +75,10 @@ const STATUS_WRITE_ATTEMPTS = 5;
 
 /** What the host adds to one invocation. */
 export interface RunOptions {
-  /** When the host stops this invocation (ms since the epoch), e.g. Lambda's timeout; bodies end before. */
+  /**
+   * When the host stops this invocation (ms since the epoch), e.g. Lambda's timeout: bodies end before,
+   * and the claim's lease ends there too, so an invocation killed by its host holds the phase no longer.
+   */
   hostDeadlineAt?: number;
 }
 
@@ -89,6 +95,7 @@ export class PhaseRunner {
   private readonly credentialGraceMs: number;
   private readonly policy: MigrationPolicy;
   private readonly prefetch: ClusterPrefetch;
+  private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(private readonly options: RunnerOptions) {
     this.bodies = options.bodies ?? PHASE_BODIES;
@@ -103,6 +110,7 @@ export class PhaseRunner {
     this.credentialGraceMs = options.credentialGraceMs ?? DEFAULT_CREDENTIAL_GRACE_MS;
     this.policy = options.policy ?? DEFAULT_MIGRATION_POLICY;
     this.prefetch = new ClusterPrefetch(options.clusters);
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
   async run(request: ReconcileRequest, options: RunOptions = {}): Promise<RunResult> {
@@ -123,17 +131,21 @@ export class PhaseRunner {
     const { store, ledger } = this.options;
     // The request's phase is a guess (the relay's last view): the phase is claimed on it before the read,
     // and the read that follows decides. It runs only if that read, made after the claim, agrees.
+    const hostEndAt = options.hostDeadlineAt;
+    // Under a host that kills the invocation at a deadline (Lambda's timeout), the lease ends there too.
+    const leaseMs = () => leaseWithin(this.leaseMs, this.clock.now(), hostEndAt, this.leaseMarginMs + 1);
     const guess = guessedKey(request);
     const early = guess
-      ? await ledger.claim({ uid: request.uid, ...guess }, { leaseMs: this.leaseMs, dvm: { namespace: request.namespace, name: request.name } })
+      ? await ledger.claim({ uid: request.uid, ...guess }, { leaseMs: leaseMs(), dvm: { namespace: request.namespace, name: request.name } })
       : undefined;
     if (guess && early?.kind === "held") return this.busyHeld(request, guess.phase, early);
+    const earlyClaim = early?.kind === "claimed" ? early.claim : undefined;
     // With a claimed guess the body likely runs right after the read: the Secrets this DVM's last context
     // named are read meanwhile (clusterPrefetch.ts). Without one they are read while the fence re-reads.
-    const clusters = this.prefetch.forInvocation(request.uid, request.namespace, early?.kind === "claimed");
-    const read = await store.get(request.namespace, request.name);
+    const clusters = this.prefetch.forInvocation(request.uid, request.namespace, earlyClaim !== undefined);
+    const read = await this.givingBack(earlyClaim, hostEndAt, () => store.get(request.namespace, request.name));
     const confirmed = guess !== undefined && read !== undefined && confirmsGuess(read, request.uid, guess);
-    if (early?.kind === "claimed" && !confirmed) await this.dropGuess(early.claim, read, request.uid);
+    if (earlyClaim && !confirmed) await this.dropGuess(earlyClaim, read, request.uid, hostEndAt);
 
     if (!read || read.metadata.uid !== request.uid) return this.gone(request.uid);
     let fresh: DirectVolumeMigration = read;
@@ -155,7 +167,7 @@ export class PhaseRunner {
     let log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
     const specChanged = specChangeOf(fresh, position);
     const claimed =
-      confirmed && early ? early : await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: this.leaseMs, dvm: { namespace, name } });
+      confirmed && early ? early : await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: leaseMs(), dvm: { namespace, name } });
 
     if (claimed.kind === "held") return this.busyHeld(request, position.phase, claimed, log);
     if (claimed.kind === "completed") {
@@ -184,7 +196,7 @@ export class PhaseRunner {
       leaseMs: this.leaseMs,
       marginMs: this.leaseMarginMs,
       clock: this.clock,
-      ...(options.hostDeadlineAt !== undefined ? { hostDeadlineAt: options.hostDeadlineAt - HOST_DEADLINE_RESERVE_MS } : {}),
+      ...(hostEndAt !== undefined ? { hostDeadlineAt: hostEndAt - HOST_DEADLINE_RESERVE_MS, hostEndAt } : {}),
     });
     // The body's context (the policy check, then the kubeconfig Secrets' read) is built while the fence
     // below re-reads the DVM: both only read, and the body needs both, so they cost one round trip.
@@ -198,9 +210,9 @@ export class PhaseRunner {
     // after it began sees the deletionTimestamp on a read that follows the claim, and stops before the
     // body. A confirmed guess was claimed before the read above, so that read was its fence.
     if (!confirmed) {
-      const recheck = await store.get(namespace, name);
+      const recheck = await this.givingBack(claim, hostEndAt, () => store.get(namespace, name));
       if (!recheck || recheck.metadata.uid !== uid || recheck.metadata.deletionTimestamp) {
-        await this.releaseUnrun(claim);
+        await this.releaseUnrun(claim, hostEndAt);
         log.info("DVM deleted while the phase was being claimed: not run");
         if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
         // Gone already: this entry was written after the deletion retired the others.
@@ -222,7 +234,7 @@ export class PhaseRunner {
       const since = credential === undefined ? undefined : (credentialFailureSince(fresh.status) ?? this.clock.now());
       if (credential !== undefined && since !== undefined && this.clock.now() - since < this.credentialGraceMs) {
         // A rotation in progress, or a credential being renewed: retried, the first failure's time kept.
-        return this.retryLater(fresh, position, claim, error, log, stats, credential);
+        return this.retryLater(fresh, position, claim, lease, error, log, stats, credential);
       }
       if (credential !== undefined && since !== undefined) {
         const gaveUp = gaveUpMessage(credential, since, this.credentialGraceMs);
@@ -239,12 +251,12 @@ export class PhaseRunner {
         return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
       } else {
         if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
-        return this.retryLater(fresh, position, claim, error, log, stats);
+        return this.retryLater(fresh, position, claim, lease, error, log, stats);
       }
     }
 
     try {
-      return await this.finish(fresh, position, claim, outcome, log, stats);
+      return await this.finish(fresh, position, claim, lease, outcome, log, stats);
     } catch (error) {
       if (error instanceof LostClaimError) {
         log.warn("claim lost before completion: another invocation took over", { holderAttempt: error.current?.attempt });
@@ -261,19 +273,48 @@ export class PhaseRunner {
     return { kind: "busy", phase, retryAfterMs: Math.max(0, Math.min(held.leaseExpiresAt - this.clock.now(), this.leaseMs)) };
   }
 
-  /** Gives back a claim whose body never ran; one lost to a takeover meanwhile is the new holder's. */
-  private async releaseUnrun(claim: Claim): Promise<void> {
-    await this.options.ledger.release(claim).catch((error: unknown) => {
+  /**
+   * Gives back a claim whose body never ran, retrying a throttled ledger until the lease would end anyway;
+   * one lost to a takeover meanwhile is the new holder's.
+   */
+  private async releaseUnrun(claim: Claim, hostEndAt: number | undefined): Promise<void> {
+    await this.untilSettled(settleDeadline(claim.leaseExpiresAt, hostEndAt), () => this.options.ledger.release(claim)).catch((error: unknown) => {
       if (!(error instanceof LostClaimError)) throw error;
     });
+  }
+
+  /**
+   * Runs a step that follows a claim, before any body ran (a read): when it fails, the claim is given
+   * back first, so the failure does not also lock the phase for the rest of its lease.
+   */
+  private async givingBack<T>(claim: Claim | undefined, hostEndAt: number | undefined, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (claim) {
+        await this.releaseUnrun(claim, hostEndAt).catch((releaseError: unknown) =>
+          this.log.warn("could not give back a claim after a failed step; it ends with its lease", {
+            uid: claim.key.uid,
+            phase: claim.key.phase,
+            error: releaseError instanceof Error ? releaseError.message : String(releaseError),
+          }),
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** A ledger write that ends an attempt, retried through a throttled or unreachable ledger until `deadlineAt`. */
+  private untilSettled<T>(deadlineAt: number, write: () => Promise<T>): Promise<T> {
+    return retryUntil(write, { deadlineAt, now: () => this.clock.now(), sleep: this.sleep });
   }
 
   /**
    * A guess the read did not confirm: its claim is given back unrun. When the DVM is gone (or was
    * recreated), the claim may have brought a retired entry back: its retention starts again.
    */
-  private async dropGuess(claim: Claim, read: DirectVolumeMigration | undefined, uid: string): Promise<void> {
-    await this.releaseUnrun(claim);
+  private async dropGuess(claim: Claim, read: DirectVolumeMigration | undefined, uid: string, hostEndAt: number | undefined): Promise<void> {
+    await this.releaseUnrun(claim, hostEndAt);
     if (!read || read.metadata.uid !== uid) await this.options.ledger.retire(uid);
   }
 
@@ -291,16 +332,19 @@ export class PhaseRunner {
     fresh: DirectVolumeMigration,
     position: Position,
     claim: Claim,
+    lease: BodyLease,
     outcome: PhaseOutcome,
     log: Logger,
     stats: RunStats,
   ): Promise<RunResult> {
     const { ledger } = this.options;
+    // Giving up on a completion runs the body again once the lease ends: it is retried until then.
+    const settle = <T>(write: () => Promise<T>) => this.untilSettled(lease.settleBy(), write);
     switch (outcome.kind) {
       case "advance": {
         const next = nextPhase(position.itinerary, position.phase);
         // The status update is recorded with the completion: a repair after a crash replays exactly it.
-        const recorded = await ledger.complete(claim, { result: "advanced", nextPhase: next, ...decidedBy(outcome) });
+        const recorded = await settle(() => ledger.complete(claim, { result: "advanced", nextPhase: next, ...decidedBy(outcome) }));
         await this.writeTransition(fresh, position, recorded, stats);
         log.info("phase completed", { next });
         return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
@@ -311,13 +355,13 @@ export class PhaseRunner {
         const transition: RecordedOutcome = inFailure
           ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors, ...decidedBy(outcome) }
           : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors, category: outcome.category ?? "Critical", ...decidedBy(outcome) };
-        const recorded = await ledger.complete(claim, transition);
+        const recorded = await settle(() => ledger.complete(claim, transition));
         await this.writeTransition(fresh, position, recorded, stats);
         log.warn("phase failed the migration", { errors: outcome.errors, next: transition.nextPhase });
         return { kind: "advanced", phase: position.phase, next: transition.nextPhase, requeueAfterMs: phaseSpec(transition.nextPhase).requeueMs };
       }
       case "wait": {
-        await ledger.release(claim);
+        await settle(() => ledger.release(claim));
         await this.writeProgress(fresh, outcome.status, outcome.warnings ?? [], stats);
         const requeueAfterMs = outcome.afterMs ?? phaseSpec(position.phase).requeueMs;
         log.debug("phase waiting", { reason: outcome.reason, requeueAfterMs });
@@ -492,6 +536,7 @@ export class PhaseRunner {
     fresh: DirectVolumeMigration,
     position: Position,
     claim: Claim,
+    lease: BodyLease,
     error: unknown,
     log: Logger,
     stats: RunStats,
@@ -500,14 +545,17 @@ export class PhaseRunner {
     const message = error instanceof Error ? error.message : String(error);
     log.warn("phase attempt failed; will retry", { error: message });
     try {
-      await this.options.ledger.fail(claim, message);
+      await this.untilSettled(lease.settleBy(), () => this.options.ledger.fail(claim, message));
     } catch (failError) {
       // Our lease ended and another invocation took the phase over: it owns the phase (and its status) now.
       if (!(failError instanceof LostClaimError)) throw failError;
       log.warn("claim lost before the failure was recorded: another invocation took over", { holderAttempt: failError.current?.attempt });
       return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
     }
-    const retryAfterMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
+    // The backoff, or longer when the API server said when to come back (429 or 503 with Retry-After).
+    const backoffMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
+    const askedMs = error instanceof KubeApiError ? error.retryAfterMs : undefined;
+    const retryAfterMs = askedMs === undefined ? backoffMs : Math.max(backoffMs, Math.min(askedMs, this.maxRetryDelayMs));
     try {
       await this.guardedWrite(fresh, stats, (current) => {
         if (current.status.phase !== fresh.status.phase) return undefined;

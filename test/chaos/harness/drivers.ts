@@ -7,6 +7,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { silentLogger } from "../../../src/log";
 import { InProcessTransport, Relay } from "../../../src/relay";
+import type { RelayTransport } from "../../../src/relay/transport";
 import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import { type Deliverer, delayOf } from "./delivery";
 import type { StartedMigration } from "./fixture";
@@ -78,6 +79,8 @@ export interface RelayDriverOptions {
   /** Relays running at once (more than one: concurrent invocations, as two replicas would make). */
   replicas: number;
   capMs: number;
+  /** How the relay forwards; default an in-process transport to the deliverer, with capped delays. */
+  transport?: RelayTransport;
 }
 
 /** What drives a run by itself and can be restarted: the relay, or a baseline controller's replicas. */
@@ -106,7 +109,7 @@ export class RelayDriver implements Driver {
     const { deliverer, capMs } = this.options;
     const relay = new Relay({
       kubeConfig: this.options.hostKubeConfig,
-      transport: new InProcessTransport(async (request) => cappedResult(await deliverer.deliver(request), capMs)),
+      transport: this.options.transport ?? new InProcessTransport(async (request) => cappedResult(await deliverer.deliver(request), capMs)),
       clusters: [{ name: "destination", kubeConfig: this.options.destination }],
       namespace: this.options.namespace,
       resyncMs: 5_000,

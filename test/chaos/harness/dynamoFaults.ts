@@ -7,12 +7,14 @@
  * loses the answer of a fraction of the writes after DynamoDB applied them (a timeout on the way back).
  *
  * The same request (same input) is failed at most `maxConsecutive` times in a row, below the ledger's
- * retry budget (5 tries): this scenario is about transient errors. DynamoDB staying down through every
- * retry after a body ran is the same as a crash before completion, which the crash scenario covers.
+ * retry budget (5 tries): this scenario is about transient errors. Throttling bursts (`bursts`) are
+ * longer: for a window every period, every request is refused (ProvisionedThroughputExceededException
+ * or ThrottlingException), so the ledger's own five tries (about 375 ms) run out and the runner's
+ * retries until the lease's end must carry a completion through (issue 24, item 5).
  */
 
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { InternalServerError, ProvisionedThroughputExceededException } from "@aws-sdk/client-dynamodb";
+import { InternalServerError, ProvisionedThroughputExceededException, ThrottlingException } from "@aws-sdk/client-dynamodb";
 import { seededRandom } from "./random";
 
 export interface ThrottleOptions {
@@ -22,14 +24,30 @@ export interface ThrottleOptions {
   lostReplyFraction?: number;
   /** Most times in a row one request is failed. Default 2. */
   maxConsecutive?: number;
+  /** Windows in which every request is throttled, whatever `fraction` says. */
+  bursts?: ThrottleBursts;
   seed?: number;
+}
+
+export interface ThrottleBursts {
+  /** A window starts every this many ms (from when the client was instrumented, shifted by the seed). */
+  periodMs: number;
+  /** How long each window lasts; longer than the ledger's own retries (about 375 ms). */
+  burstMs: number;
+}
+
+/** Whether `now` falls in one of the bursts' windows, which began at `origin`. */
+export function inBurst(bursts: ThrottleBursts, origin: number, now: number): boolean {
+  return (now - origin) % bursts.periodMs < bursts.burstMs;
 }
 
 export interface DynamoCounts {
   /** Requests that reached DynamoDB, by command name. */
   sent: Record<string, number>;
-  /** Requests failed on purpose before they were sent. */
+  /** Requests failed on purpose before they were sent (bursts included). */
   throttled: number;
+  /** Of those, refused inside a throttling burst. */
+  burstThrottled?: number;
   serverErrors: number;
   /** Writes applied by DynamoDB whose answer was dropped on purpose. */
   lostReplies?: number;
@@ -47,7 +65,7 @@ function capacityUnits(output: unknown): number {
   return all.reduce((sum: number, c: { CapacityUnits?: number }) => sum + (c.CapacityUnits ?? 0), 0);
 }
 
-const emptyCounts = (): DynamoCounts => ({ sent: {}, throttled: 0, serverErrors: 0, lostReplies: 0, capacity: { write: 0, read: 0 } });
+const emptyCounts = (): DynamoCounts => ({ sent: {}, throttled: 0, burstThrottled: 0, serverErrors: 0, lostReplies: 0, capacity: { write: 0, read: 0 } });
 
 export interface DynamoInstrument {
   counts(): DynamoCounts;
@@ -59,9 +77,20 @@ export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">
   const random = seededRandom(throttle?.seed ?? 7);
   const streak = new Map<string, number>();
   const maxConsecutive = throttle?.maxConsecutive ?? 2;
+  const bursts = throttle?.bursts;
+  // Workers of one run start at different times: the seed shifts their windows apart.
+  const origin = Date.now() - (bursts ? Math.floor(random() * bursts.periodMs) : 0);
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = context.commandName ?? "unknown";
+      if (bursts && inBurst(bursts, origin, Date.now())) {
+        counts.throttled++;
+        counts.burstThrottled = (counts.burstThrottled ?? 0) + 1;
+        const $metadata = { httpStatusCode: 400 };
+        if (random() < 0.5)
+          throw new ProvisionedThroughputExceededException({ message: "Throughput exceeds the current capacity of your table (injected burst)", $metadata });
+        throw new ThrottlingException({ message: "Rate of requests exceeds the allowed throughput (injected burst)", $metadata });
+      }
       if (throttle && throttle.fraction > 0) {
         const key = `${command} ${JSON.stringify(args.input)}`;
         const inARow = streak.get(key) ?? 0;
@@ -104,6 +133,7 @@ export function instrumentDynamo(client: Pick<DynamoDBClient, "middlewareStack">
     counts: () => ({
       sent: { ...counts.sent },
       throttled: counts.throttled,
+      burstThrottled: counts.burstThrottled ?? 0,
       serverErrors: counts.serverErrors,
       lostReplies: counts.lostReplies ?? 0,
       capacity: { write: counts.capacity?.write ?? 0, read: counts.capacity?.read ?? 0 },

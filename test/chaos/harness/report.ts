@@ -41,6 +41,7 @@ export function injectedSummary(r: TargetReport): string {
       `${r.dynamo.throttled} throttled + ${r.dynamo.serverErrors} 500s of ${r.dynamo.throttled + r.dynamo.serverErrors + Object.values(r.dynamo.sent).reduce((a, b) => a + b, 0)} DynamoDB calls`,
     );
   if (r.dynamo?.lostReplies) parts.push(`${r.dynamo.lostReplies} DynamoDB answers lost after the write`);
+  if (r.dynamo?.burstThrottled) parts.push(`${r.dynamo.burstThrottled} DynamoDB calls refused in throttling bursts`);
   const i = r.injected;
   if (i.conflictPatches) parts.push(`${i.conflictPatches} concurrent patches`);
   if (i.relayRestarts) parts.push(`${i.relayRestarts} relay restart(s), ${i.relayRelists} re-list(s) after 410`);
@@ -54,6 +55,8 @@ export function injectedSummary(r: TargetReport): string {
       `relay failovers ${i.relayFailovers.map((f) => `${f.kind} ${f.ms === undefined ? "never" : `${(f.ms / 1000).toFixed(1)} s`}`).join(", ")}, ${i.relayOverlappingForwards} overlapping forwards`,
     );
   if (i.slowAnswers) parts.push(`${i.slowAnswers} API answers held back`);
+  if (i.apiThrottled) parts.push(`${i.apiThrottled} API requests answered 429 (Retry-After)`);
+  if (i.invokeThrottled) parts.push(`${i.invokeThrottled} Lambda Invokes refused (TooManyRequestsException)`);
   return parts.join(", ");
 }
 

@@ -6,10 +6,12 @@ import { randomUUID } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LambdaClient } from "@aws-sdk/client-lambda";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { CONDITION } from "../../../src/dvm/conditions";
 import { ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { DynamoPhaseLedger } from "../../../src/ledger";
+import { LambdaTransport, sharedFunction } from "../../../src/relay/lambdaTransport";
 import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { BaselineController } from "./baseline";
 import { CRASH_PHASES, HEARTBEAT_PHASE, OVERRUN_PHASE } from "./bodies";
@@ -25,6 +27,7 @@ import { seededRandom, sleep } from "./random";
 import { SpecEditor } from "./specEdits";
 import { type Distribution, distribution, type RepeatSummary, summarizeRepeats, Tally, transitionOverhead } from "./tally";
 import { OursInProcess, OursInWorkers, type Target, type TargetKind } from "./targets";
+import { ThrottlingApiServer, ThrottlingLambda } from "./throttling";
 
 export type Fault =
   | "stale"
@@ -41,7 +44,17 @@ export type Fault =
   | "specEdit"
   | "relay"
   | "relayFailover"
-  | "apiserver";
+  | "apiserver"
+  | "throttleBurst"
+  | "apiThrottle"
+  | "invokeThrottle";
+
+/** DynamoDB throttling bursts: every request refused for 1.5 s of every 5 s (the ledger's own tries last about 375 ms). */
+const DYNAMO_BURSTS = { periodMs: 5_000, burstMs: 1_500 } as const;
+/** API server throttling bursts: 429 with Retry-After: 1 to every request but watches for 2 s of every 6 s. */
+const API_BURSTS = { periodMs: 6_000, burstMs: 2_000, retryAfterSeconds: 1 } as const;
+/** Lambda Invoke throttling bursts: TooManyRequestsException (429, Retry-After: 1) for 2 s of every 5 s. */
+const INVOKE_BURSTS = { periodMs: 5_000, burstMs: 2_000, retryAfterSeconds: 1 } as const;
 
 /** The slow API server: this share of its answers held back this long. */
 const SLOW_API = { ms: 2_000, fraction: 0.05 } as const;
@@ -87,6 +100,9 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   relay:
     "the real relay drives the DVMs; it is restarted mid-migration, then cut off from the API server while the DVMs change, etcd is compacted and the API server restarted, so its watch resumes into 410 Gone",
   apiserver: "the host API server (where the DVMs live) is restarted mid-migration (with the relay fault, the restart of the 410 gap is that restart)",
+  throttleBurst: `DynamoDB throttling bursts: every request refused for ${DYNAMO_BURSTS.burstMs / 1000} s of every ${DYNAMO_BURSTS.periodMs / 1000} s (half ProvisionedThroughputExceededException, half ThrottlingException), far beyond the ledger's own five tries (about 375 ms): completions, failures and releases must be carried through by the runner's retries until the lease's end`,
+  apiThrottle: `the runner (and the baseline) reach the host API server through a front that answers 429 TooManyRequests with Retry-After: ${API_BURSTS.retryAfterSeconds} to every request but watches for ${API_BURSTS.burstMs / 1000} s of every ${API_BURSTS.periodMs / 1000} s`,
+  invokeThrottle: `ours only: the real relay forwards through the real LambdaTransport (Event invocations, the AWS SDK's own retries) to a Lambda stand-in that answers TooManyRequestsException (429, Retry-After: ${INVOKE_BURSTS.retryAfterSeconds}) for ${INVOKE_BURSTS.burstMs / 1000} s of every ${INVOKE_BURSTS.periodMs / 1000} s`,
 };
 
 export interface Scenario {
@@ -111,6 +127,9 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "relay-failover", faults: ["relayFailover"] },
   { name: "relay-restart-410", faults: ["relay"] },
   { name: "apiserver-restart", faults: ["apiserver"] },
+  { name: "throttle-bursts", faults: ["throttleBurst"] },
+  { name: "api-429", faults: ["apiThrottle"] },
+  { name: "invoke-throttle", faults: ["invokeThrottle"] },
   {
     name: "all",
     faults: [
@@ -231,6 +250,9 @@ export interface Injected {
   relayOverlappingForwards: number;
   /** Answers of the host API server held back (slow API server). */
   slowAnswers: number;
+  /** Requests the throttled API server front answered 429, and Invokes the Lambda stand-in refused. */
+  apiThrottled: number;
+  invokeThrottled: number;
 }
 
 export interface ScenarioReport {
@@ -275,8 +297,10 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   const slowProxy = has("slowApi")
     ? await CuttableProxy.start(new URL(env.host.kubeConfig.getCurrentCluster()!.server), { delay: { ...SLOW_API, random: seededRandom(seed * 19) } })
     : undefined;
-  const runnerHost = slowProxy ? proxiedKubeConfig(env.host.kubeConfig, slowProxy.url) : env.host.kubeConfig;
-  const runnerHostPath = slowProxy ? writeKubeconfig(runnerHost, id) : env.host.kubeconfigPath;
+  // Or through a front that throttles it in bursts (429 with Retry-After).
+  const apiFront = has("apiThrottle") ? await ThrottlingApiServer.start(env.host.kubeConfig, { ...API_BURSTS, random: seededRandom(seed * 23) }) : undefined;
+  const runnerHost = slowProxy ? proxiedKubeConfig(env.host.kubeConfig, slowProxy.url) : apiFront ? apiFront.kubeConfig() : env.host.kubeConfig;
+  const runnerHostPath = slowProxy || apiFront ? writeKubeconfig(runnerHost, id) : env.host.kubeconfigPath;
 
   const runs: TargetRun[] = await Promise.all(
     (options.targets ?? ["ours", "baseline"]).map(async (kind, index) => {
@@ -290,7 +314,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       const throttle =
         has("throttle") || has("lostReply")
           ? { fraction: has("throttle") ? 0.25 : 0, ...(has("lostReply") ? { lostReplyFraction: 0.2 } : {}), seed: seed * 13 }
-          : undefined;
+          : has("throttleBurst")
+            ? { fraction: 0, bursts: DYNAMO_BURSTS, seed: seed * 13 }
+            : undefined;
       let target: Target;
       if (kind === "ours") {
         target = workers
@@ -331,7 +357,10 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     relayFailovers: [],
     relayOverlappingForwards: 0,
     slowAnswers: 0,
+    apiThrottled: 0,
+    invokeThrottled: 0,
   };
+  let lambdas: ThrottlingLambda[] = [];
   let proxy: CuttableProxy | undefined;
   let relayDrivers: Driver[] = [];
   let elected: ElectedRelays[] = [];
@@ -357,13 +386,17 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     // driven by the relay (one replica or elected ones) under the relay faults, else by delivery loops.
     if (has("relay")) proxy = await CuttableProxy.start(new URL(plane!.server));
     const hostView = proxy ? proxiedKubeConfig(env.host.kubeConfig, proxy.url) : env.host.kubeConfig;
+    if (has("invokeThrottle"))
+      lambdas = await Promise.all(
+        runs.map((run, i) => ThrottlingLambda.start({ ...INVOKE_BURSTS, random: seededRandom(seed * 29 + i) }, (request) => run.deliverer.deliver(request))),
+      );
     relayDrivers = runs.flatMap((run, i): Driver[] => {
       const replicas = has("concurrent") ? 2 : 1;
       const namespace = run.prepared.namespace;
       if (run.target instanceof BaselineController)
         return [
           run.target.controllers({
-            kubeConfig: slowProxy ? runnerHost : hostView,
+            kubeConfig: slowProxy || apiFront ? runnerHost : hostView,
             namespace,
             replicas,
             duplicates: has("duplicates"),
@@ -371,6 +404,22 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
             random: seededRandom(seed * 19 + i),
           }),
         ];
+      if (has("invokeThrottle")) {
+        const lambda = lambdas[i]!;
+        const client = new LambdaClient({ endpoint: lambda.url, region: "us-east-1", credentials: { accessKeyId: "chaos", secretAccessKey: "chaos" } });
+        const transport = new LambdaTransport({ functionFor: sharedFunction("dvm-phase"), invocationType: "Event", client });
+        return [
+          new RelayDriver({
+            hostKubeConfig: hostView,
+            destination: env.destination.kubeConfig,
+            namespace,
+            deliverer: run.deliverer,
+            replicas,
+            capMs,
+            transport,
+          }),
+        ];
+      }
       if (!has("relay") || has("relayFailover")) return [];
       return [new RelayDriver({ hostKubeConfig: hostView, destination: env.destination.kubeConfig, namespace, deliverer: run.deliverer, replicas, capMs })];
     });
@@ -394,7 +443,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     const driving = Promise.all([
       history.waitUntil(allDone, timeoutMs),
       ...ours
-        .filter(() => !has("relay") && !has("relayFailover"))
+        .filter(() => !has("relay") && !has("relayFailover") && !has("invokeThrottle"))
         .map((run, i) =>
           driveLoops(run.deliverer, history, run.migrations, {
             loopsPerDvm: has("concurrent") ? 3 : has("slowBody") ? 2 : 1,
@@ -481,15 +530,19 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     await conflicts?.stop();
     for (const driver of relayDrivers) await driver.stop();
     for (const e of elected) await e.stop();
+    for (const lambda of lambdas) await lambda.close();
+    await apiFront?.close();
     await proxy?.close();
     await slowProxy?.close();
-    if (slowProxy) rmSync(runnerHostPath, { force: true });
+    if (slowProxy || apiFront) rmSync(runnerHostPath, { force: true });
     await Promise.all(runs.map((run) => run.target.close()));
   }
   injected.conflictPatches = conflicts?.patches ?? 0;
   injected.relayRelists = relayDrivers.reduce((sum, d) => sum + d.relists(), 0);
   injected.relayOverlappingForwards = elected.reduce((sum, e) => sum + e.overlappingForwards(), 0);
   injected.slowAnswers = slowProxy?.delayedAnswers ?? 0;
+  injected.apiThrottled = apiFront?.throttled ?? 0;
+  injected.invokeThrottled = lambdas.reduce((sum, l) => sum + l.throttled, 0);
   if (specEditor)
     Object.assign(injected, {
       specEditsRefused: specEditor.counts.refused,

@@ -283,6 +283,7 @@ export class OursInWorkers implements Target {
       total.capacity!.read += worker.lastDynamo.capacity?.read ?? 0;
       for (const [name, n] of Object.entries(worker.lastDynamo.sent)) total.sent[name] = (total.sent[name] ?? 0) + n;
       total.throttled += worker.lastDynamo.throttled;
+      total.burstThrottled = (total.burstThrottled ?? 0) + (worker.lastDynamo.burstThrottled ?? 0);
       total.serverErrors += worker.lastDynamo.serverErrors;
       total.lostReplies = (total.lostReplies ?? 0) + (worker.lastDynamo.lostReplies ?? 0);
     }

@@ -84,4 +84,25 @@ describe("KubeRest connections", () => {
     expect(await cluster.podLogs("ns", "pod", "rsync", 20)).toBe("line\n");
     expect(Object.fromEntries(queries[0]!)).toMatchObject({ container: "rsync", tailLines: "20", limitBytes: String(POD_LOG_LIMIT_BYTES) });
   });
+
+  it("carries the Retry-After of a throttling answer (429) on the error, so the retry waits as long as asked", async () => {
+    const { rest } = await serve((_req, res) => {
+      res.writeHead(429, { "Content-Type": "application/json", "Retry-After": "3" });
+      res.end(JSON.stringify({ kind: "Status", status: "Failure", reason: "TooManyRequests", message: "Too many requests", code: 429 }));
+    });
+    const error = await rest.request({ method: "GET", path: "/api" }, "read").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubeApiError);
+    expect(error).toMatchObject({ statusCode: 429, reason: "TooManyRequests", retryAfterMs: 3_000, isTransient: true });
+  });
+
+  it("takes the Status body's retryAfterSeconds without a header, and bounds what a server may ask", async () => {
+    let answer = 0;
+    const { rest } = await serve((_req, res) => {
+      answer++;
+      res.writeHead(answer === 1 ? 503 : 429, answer === 1 ? { "Content-Type": "application/json" } : { "Retry-After": "99999999" });
+      res.end(JSON.stringify({ kind: "Status", reason: "ServiceUnavailable", details: { retryAfterSeconds: 2 } }));
+    });
+    expect(await rest.request({ method: "GET", path: "/api" }, "read").catch((e: unknown) => e)).toMatchObject({ retryAfterMs: 2_000 });
+    expect(await rest.request({ method: "GET", path: "/api" }, "read").catch((e: unknown) => e)).toMatchObject({ retryAfterMs: 600_000 });
+  });
 });

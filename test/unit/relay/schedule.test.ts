@@ -8,7 +8,17 @@ import { LABEL } from "../../../src/phases/names";
 import { backoffDelay } from "../../../src/relay/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
 import { parseRunResult } from "../../../src/relay/runResult";
-import { followUpAfter, forwardDelay, isTerminalPhase, minForwardIntervalMs, needsForwarding, requestPhase } from "../../../src/relay/schedule";
+import {
+  followUpAfter,
+  forwardDelay,
+  isTerminalPhase,
+  type LastForward,
+  minForwardIntervalMs,
+  needsForwarding,
+  repeatIntervalMs,
+  requestPhase,
+  sameForwardKey,
+} from "../../../src/relay/schedule";
 import type { RunResult } from "../../../src/runner/request";
 
 const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
@@ -33,6 +43,35 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
     expect(forwardDelay(1_000 + interval - 1, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(1);
     expect(forwardDelay(1_000 + interval, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
     expect(forwardDelay(1_000 + 10 * interval, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
+  });
+
+  it("spaces out the forwards an event storm makes at one key: a non-waiting phase is not invoked every 100 ms", () => {
+    // Pod events every 10 ms for 30 s while a non-waiting phase's body runs (or fails): the relay forwards
+    // whenever forwardDelay says 0, counting forwards in a row at the key as relay.ts does. In Event mode
+    // no result (no "busy, retry after") comes back to slow it down.
+    const key = { phase: FAST_PHASE, generation: 1 };
+    let last: LastForward | undefined;
+    const forwards: number[] = [];
+    for (let now = 0; now <= 30_000; now += 10) {
+      if (forwardDelay(now, key, last) > 0) continue;
+      forwards.push(now);
+      last = { ...key, at: now, inARow: sameForwardKey(key, last) ? (last?.inARow ?? 1) + 1 : 1 };
+    }
+    expect(PHASES[FAST_PHASE].requeueMs).toBeLessThan(POLL_REQUEUE_MS);
+    // 100, 200, 400 ... ms apart, then one poll interval apart: about a dozen, not 300.
+    expect(forwards.length).toBeLessThanOrEqual(16);
+    expect(forwards.slice(0, 3)).toEqual([0, PHASES[FAST_PHASE].requeueMs, 3 * PHASES[FAST_PHASE].requeueMs]);
+    // Progress resets the spacing: the next phase goes at once.
+    expect(forwardDelay(30_001, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
+    // A waiting phase keeps its poll interval, however many polls in a row.
+    expect(repeatIntervalMs(WAIT_PHASE, 50)).toBe(PHASES[WAIT_PHASE].requeueMs);
+  });
+
+  it("holds events until the function's retry delay after a failed attempt (its backoff or the API server's Retry-After)", () => {
+    const last: LastForward = { phase: FAST_PHASE, generation: 1, at: 1_000, notBefore: 1_000 + 7_000 };
+    expect(forwardDelay(1_500, { phase: FAST_PHASE, generation: 1 }, last)).toBe(6_500);
+    expect(forwardDelay(8_000, { phase: FAST_PHASE, generation: 1 }, last)).toBe(0);
+    expect(forwardDelay(1_500, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
   });
 
   it("takes the minimum interval from the itinerary; unknown phases poll like a wait phase", () => {

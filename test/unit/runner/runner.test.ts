@@ -8,6 +8,7 @@ import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
 import type { DvmStore } from "../../../src/kube/dvmStore";
+import { KubeApiError } from "../../../src/kube/errors";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../../src/phases/types";
 import type { ReconcileRequest } from "../../../src/runner/request";
@@ -187,6 +188,21 @@ describe("PhaseRunner", () => {
     expect(executions.get("CleanStaleRsyncResources")).toBe(2);
     expect(findCondition(store.current().status.conditions, "PhaseRetrying")).toBeUndefined();
     expect(store.current().status.errors).toBeUndefined();
+  });
+
+  it("waits as long as the API server's Retry-After asks when a body was throttled (429), up to the backoff cap", async () => {
+    let calls = 0;
+    const { bodies } = countingBodies({
+      CleanStaleRsyncResources: async () => {
+        calls++;
+        throw new KubeApiError("create Pod: Too many requests", 429, "TooManyRequests", calls === 1 ? 7_000 : 600_000);
+      },
+    });
+    const r = runner(bodies);
+    await r.run(request);
+    expect(await r.run(request)).toMatchObject({ kind: "retry", phase: "CleanStaleRsyncResources", retryAfterMs: 7_000 });
+    // A Retry-After beyond the runner's cap (30 s by default) waits the cap.
+    expect(await r.run(request)).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
   });
 
   it("polls a wait phase without completing it, then advances", async () => {

@@ -23,6 +23,7 @@ import {
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
+import { serverGroupOf } from "./serverGroups";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
 import { clientSecretName } from "./transferConfig";
@@ -196,7 +197,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       if (attempt >= limit) return { ...report, state: "failed", ...ended, error };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
-      const server = await ensureServerPodRunning(ctx, pair.to.namespace);
+      const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
       if (server !== "running")
         return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
       const next = await clientPodFor(ctx, pair, attempt + 1);

@@ -45,7 +45,7 @@ export function transferNames(dvm: Pick<DvmIdentity, "uid">) {
     credentialsSecret: `dvm-${id}-rsync-credentials`,
     /** Host: CA, server and client certificates, so a repeated phase reuses the same ones. */
     pkiSecret: `dvm-${id}-transfer-pki`,
-    /** Destination, per namespace. */
+    /** Destination: the first server pod of each namespace and its objects (the next ones: serverGroupNames). */
     endpointService: `dvm-${id}-rsync`,
     endpointRoute: `dvm-${id}-rsync`,
     rsyncServerSecret: `dvm-${id}-rsync-server`,

@@ -46,6 +46,7 @@ export const ENV = {
   transferMaxBandwidth: "DVM_TRANSFER_MAX_BANDWIDTH_KIB",
   transferConcurrentVolumes: "DVM_TRANSFER_CONCURRENT_VOLUMES",
   transferMaxConcurrentVolumes: "DVM_TRANSFER_MAX_CONCURRENT_VOLUMES",
+  transferMaxVolumesPerServerPod: "DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD",
   rsyncExtraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
   transferMaxCpu: "DVM_TRANSFER_MAX_CPU",
   transferMaxMemory: "DVM_TRANSFER_MAX_MEMORY",

@@ -2,6 +2,8 @@
  * Conditions as upstream models them: a category says what a condition blocks, `durable` ones survive
  * phase changes, and lastTransitionTime moves whenever anything about the condition changes.
  */
+import { truncateUtf8 } from "../textBounds";
+import { MAX_CONDITION_MESSAGE_BYTES } from "./limits";
 import type { Condition, ConditionCategory } from "./types";
 
 export const CONDITION = {
@@ -30,8 +32,12 @@ function sameCondition(a: Condition, b: ConditionInput): boolean {
   return a.status === b.status && a.category === b.category && a.reason === b.reason && a.message === b.message && Boolean(a.durable) === Boolean(b.durable);
 }
 
-/** Sets (or replaces) the condition of that type, keeping its timestamp when nothing changed. */
-export function setCondition(conditions: readonly Condition[], input: ConditionInput, nowIso: string): Condition[] {
+/**
+ * Sets (or replaces) the condition of that type, keeping its timestamp when nothing changed. Its message
+ * is cut to MAX_CONDITION_MESSAGE_BYTES: one that lists PVCs or quotes an error cannot grow the DVM.
+ */
+export function setCondition(conditions: readonly Condition[], raw: ConditionInput, nowIso: string): Condition[] {
+  const input = raw.message === undefined ? raw : { ...raw, message: truncateUtf8(raw.message, MAX_CONDITION_MESSAGE_BYTES) };
   const existing = conditions.find((c) => c.type === input.type);
   const next: Condition = existing && sameCondition(existing, input) ? existing : { ...input, lastTransitionTime: nowIso };
   return [...conditions.filter((c) => c.type !== input.type), next];

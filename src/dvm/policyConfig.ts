@@ -14,6 +14,9 @@
  *   DVM_TRANSFER_MAX_BANDWIDTH_KIB  the highest --bwlimit (KiB/s) a DVM may ask, and its default. Unset: none.
  *   DVM_TRANSFER_CONCURRENT_VOLUMES, DVM_TRANSFER_MAX_CONCURRENT_VOLUMES
  *                               volumes moved at once by default (5), and the most a DVM may ask (50).
+ *   DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD
+ *                               the most destination PVCs one rsync server pod mounts (16); a namespace
+ *                               with more gets several server pods. Below the nodes' volume attach limit.
  *   DVM_RSYNC_EXTRA_OPTIONS     comma-separated "--name" / "--name=" a DVM may add. Set but empty: none.
  *   DVM_TRANSFER_MAX_CPU, DVM_TRANSFER_MAX_MEMORY
  *                               the most any request or limit of a transfer pod's rsync may be. Unset: none.
@@ -47,6 +50,7 @@ export const POLICY_ENV = {
   maxBandwidth: ENV.transferMaxBandwidth,
   concurrentVolumes: ENV.transferConcurrentVolumes,
   maxConcurrentVolumes: ENV.transferMaxConcurrentVolumes,
+  maxVolumesPerServerPod: ENV.transferMaxVolumesPerServerPod,
   extraOptions: ENV.rsyncExtraOptions,
   maxCpu: ENV.transferMaxCpu,
   maxMemory: ENV.transferMaxMemory,
@@ -181,6 +185,7 @@ export const POLICY_ENV_SHAPE = {
   [POLICY_ENV.maxBandwidth]: positiveInteger,
   [POLICY_ENV.concurrentVolumes]: positiveInteger,
   [POLICY_ENV.maxConcurrentVolumes]: positiveInteger,
+  [POLICY_ENV.maxVolumesPerServerPod]: positiveInteger,
   [POLICY_ENV.extraOptions]: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
   [POLICY_ENV.maxCpu]: quantitySetting,
   [POLICY_ENV.maxMemory]: quantitySetting,
@@ -212,6 +217,7 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
     ...(maxBandwidth !== undefined ? { maxBandwidthLimitKiBPerSecond: maxBandwidth } : {}),
     concurrentVolumes,
     maxConcurrentVolumes,
+    maxVolumesPerServerPod: e[POLICY_ENV.maxVolumesPerServerPod] ?? transferDefaults.maxVolumesPerServerPod,
     extraOptions: e[POLICY_ENV.extraOptions],
     ...(maxCpu !== undefined || maxMemory !== undefined
       ? { maxResources: { ...(maxCpu !== undefined ? { cpu: maxCpu } : {}), ...(maxMemory !== undefined ? { memory: maxMemory } : {}) } }
@@ -249,6 +255,7 @@ export function policyEnv(policy: MigrationPolicy): Record<string, string> {
     [POLICY_ENV.transferVerify]: String(transfer.verify),
     [POLICY_ENV.concurrentVolumes]: String(transfer.concurrentVolumes),
     [POLICY_ENV.maxConcurrentVolumes]: String(transfer.maxConcurrentVolumes),
+    [POLICY_ENV.maxVolumesPerServerPod]: String(transfer.maxVolumesPerServerPod),
     [POLICY_ENV.extraOptions]: transfer.extraOptions.join(","),
     ...(transfer.maxBandwidthLimitKiBPerSecond !== undefined ? { [POLICY_ENV.maxBandwidth]: String(transfer.maxBandwidthLimitKiBPerSecond) } : {}),
     ...(transfer.maxResources?.cpu !== undefined ? { [POLICY_ENV.maxCpu]: transfer.maxResources.cpu } : {}),

@@ -4,6 +4,7 @@
  */
 import { CONDITION, hasBlocker, keepDurable, removeCondition, setCondition } from "./conditions";
 import { ITINERARIES, type ItineraryName, isItineraryName, isPhaseName, type PhaseName, phaseSpec, stepOf } from "./itinerary";
+import { boundedErrors } from "./limits";
 import type { Condition, ConditionCategory, DvmStatus } from "./types";
 
 export interface Position {
@@ -73,7 +74,7 @@ export function enterFailure(
   generation: number,
   nowIso: string,
 ): DvmStatus {
-  const allErrors = [...new Set([...(status.errors ?? []), ...errors])];
+  const allErrors = boundedErrors([...new Set([...(status.errors ?? []), ...errors])]);
   const failed = setCondition(
     status.conditions ?? [],
     {

@@ -24,6 +24,11 @@ export interface TransferPolicy {
   /** The most a DVM may ask for in spec.transfer.maxConcurrentVolumes. */
   maxConcurrentVolumes: number;
   /**
+   * The most destination PVCs one rsync server pod mounts; a namespace with more gets several server
+   * pods (src/phases/serverGroups.ts). Below the node's attach limit of the destination's storage.
+   */
+  maxVolumesPerServerPod: number;
+  /**
    * Extra long options a DVM may add: "--name" (a flag, no value) or "--name=" (a value is required).
    * Never one the controller sets itself or one that could bypass the tunnel (reservedRsyncOption).
    */
@@ -66,6 +71,7 @@ export const DEFAULT_TRANSFER_POLICY: TransferPolicy = {
   verify: false,
   concurrentVolumes: 5,
   maxConcurrentVolumes: 50,
+  maxVolumesPerServerPod: 16,
   extraOptions: DEFAULT_EXTRA_OPTIONS,
 };
 
@@ -85,6 +91,8 @@ export interface TransferSettings {
   verify: boolean;
   extraOptions: string[];
   maxConcurrentVolumes: number;
+  /** The operator's TransferPolicy.maxVolumesPerServerPod, as it is: never from the spec. */
+  maxVolumesPerServerPod: number;
   /** Unset: the pods' defaults (src/transfer/pods.ts). */
   resources?: TransferResources;
   /**
@@ -182,6 +190,7 @@ export function transferSettingsFor(
     verify: options.verify ?? policy.verify,
     extraOptions: [...(options.extraOptions ?? [])],
     maxConcurrentVolumes: Math.min(options.maxConcurrentVolumes ?? policy.concurrentVolumes, policy.maxConcurrentVolumes),
+    maxVolumesPerServerPod: policy.maxVolumesPerServerPod,
     ...(resources ? { resources } : {}),
     tcpProxyFor: (sourceNamespace) => clientProxyFor(policy, isAdminNamespace(sourceNamespace)),
   };

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, fieldIssues } from "../issues";
+import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM } from "./limits";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
@@ -24,6 +25,8 @@ const dnsName = z
   .min(1)
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS-1123 name");
+/** A namespace's name is a DNS label: at most 63 characters. */
+const namespaceName = dnsName.max(63);
 
 /**
  * How a phase function reaches a cluster. Absent: the host cluster (where the DVM lives) is used.
@@ -32,8 +35,9 @@ const dnsName = z
 export const ClusterRefSchema = z.object({
   kubeconfigSecretRef: z.object({
     name: dnsName,
-    namespace: dnsName.optional(),
-    key: z.string().min(1).default("kubeconfig"),
+    namespace: namespaceName.optional(),
+    // A Secret's data key: at most 253 characters.
+    key: z.string().min(1).max(253).default("kubeconfig"),
   }),
 });
 export type ClusterRef = z.infer<typeof ClusterRefSchema>;
@@ -43,11 +47,11 @@ export const AccessModeSchema = z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWr
 
 export const PvcToMigrateSchema = z.object({
   name: dnsName,
-  namespace: dnsName,
+  namespace: namespaceName,
   targetName: dnsName.optional(),
-  targetNamespace: dnsName.optional(),
-  targetStorageClass: z.string().min(1),
-  targetAccessModes: z.array(AccessModeSchema).min(1),
+  targetNamespace: namespaceName.optional(),
+  targetStorageClass: z.string().min(1).max(253),
+  targetAccessModes: z.array(AccessModeSchema).min(1).max(4),
   targetVolumeMode: VolumeModeSchema.optional(),
   verify: z.boolean().optional(),
 });
@@ -108,14 +112,15 @@ export const DvmSpecSchema = z
   .object({
     sourceCluster: ClusterRefSchema.optional(),
     destinationCluster: ClusterRefSchema.optional(),
-    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1),
+    /** At most MAX_PVCS_PER_DVM: what every record of a DVM is sized for (src/dvm/limits.ts). */
+    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1).max(MAX_PVCS_PER_DVM),
     /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
     backOffLimit: z.number().int().min(0).optional(),
     migrationType: MigrationTypeSchema.optional(),
     deleteProgressReportingCRs: z.boolean().optional(),
     endpointType: EndpointTypeSchema.optional(),
     /** Image of the rsync/stunnel transfer pods. */
-    transferImage: z.string().min(1).optional(),
+    transferImage: z.string().min(1).max(MAX_IMAGE_REFERENCE_LENGTH).optional(),
     /**
      * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
      * false: the pods run unprivileged and files belong to the pod's user.
@@ -131,7 +136,7 @@ export const DvmSpecSchema = z
         runAsUser: z.number().int().min(1).optional(),
         runAsGroup: z.number().int().min(0).optional(),
         fsGroup: z.number().int().min(0).optional(),
-        supplementalGroups: z.array(z.number().int().min(0)).optional(),
+        supplementalGroups: z.array(z.number().int().min(0)).max(32).optional(),
       })
       .optional(),
     /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */

@@ -15,6 +15,7 @@
 import { CloudEvent } from "cloudevents";
 import type { LedgerEntry } from "../ledger";
 import type { RunResult } from "../runner/request";
+import { truncateUtf8 } from "../textBounds";
 import {
   MIGRATION_FAILED,
   MIGRATION_SUCCEEDED,
@@ -36,7 +37,7 @@ export interface DvmRef {
 export const DEFAULT_EVENT_SOURCE = "dvm-serverless";
 
 const MAX_ERRORS = 20;
-const MAX_ERROR_LENGTH = 1_000;
+const MAX_ERROR_BYTES = 1_000;
 
 /**
  * Whether an invocation's result means a phase completed: "advanced", or "duplicate" when that
@@ -132,7 +133,7 @@ function cleanErrors(errors: readonly string[]): string[] {
 }
 
 function truncate(text: string): string {
-  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+  return truncateUtf8(text, MAX_ERROR_BYTES);
 }
 
 const PEM_BLOCK = /-----BEGIN [A-Z0-9 ]+-----[\s\S]*?(-----END [A-Z0-9 ]+-----|$)/g;

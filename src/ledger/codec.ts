@@ -17,7 +17,8 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import { isPhaseName } from "../dvm/itinerary";
 import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../dvm/types";
-import { LedgerError } from "./errors";
+import { utf8Bytes } from "../textBounds";
+import { LedgerError, OutcomeTooLargeError } from "./errors";
 import { parsePhaseKey, phaseKeyOf } from "./key";
 import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
 
@@ -43,6 +44,29 @@ export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
   if (outcome.category) m.category = s(outcome.category);
   if (outcome.warnings && outcome.warnings.length > 0) m.warnings = s(JSON.stringify(outcome.warnings));
   return { M: m };
+}
+
+/**
+ * The most an outcome may take in its item. DynamoDB's limit is 400 KB (409,600 bytes) for the whole
+ * item; the rest of it (key, counters, at most MAX_CLAIM_RECORDS + 1 claim records, lastError, the DVM's
+ * name) stays below 10 KB. A DVM within the CRD's bounds records at most about 270 KB (src/dvm/limits.ts).
+ */
+export const MAX_OUTCOME_BYTES = 350_000;
+
+/** DynamoDB's size of an attribute value: UTF-8 bytes of strings and names, about a byte per digit. */
+function attributeBytes(value: AttributeValue): number {
+  if (value.S !== undefined) return utf8Bytes(value.S);
+  if (value.N !== undefined) return value.N.length + 1;
+  if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
+  if (value.L !== undefined) return 3 + value.L.reduce((sum, v) => sum + 1 + attributeBytes(v), 0);
+  if (value.M !== undefined) return 3 + Object.entries(value.M).reduce((sum, [name, v]) => sum + 1 + utf8Bytes(name) + attributeBytes(v), 0);
+  return JSON.stringify(value).length;
+}
+
+/** Throws OutcomeTooLargeError when the outcome, as stored, would not fit MAX_OUTCOME_BYTES. */
+export function checkOutcomeSize(outcome: PhaseOutcomeRecord): void {
+  const bytes = attributeBytes(encodeOutcome(outcome));
+  if (bytes > MAX_OUTCOME_BYTES) throw new OutcomeTooLargeError(bytes, MAX_OUTCOME_BYTES);
 }
 
 export function encodeClaimRecord(record: ClaimRecord): AttributeValue {

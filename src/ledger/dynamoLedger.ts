@@ -8,8 +8,10 @@
 import { randomUUID } from "node:crypto";
 import { ConditionalCheckFailedException, QueryCommand, UpdateItemCommand, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { errorMessage } from "../errorMessage";
+import { truncateUtf8 } from "../textBounds";
 import type { LedgerDynamoClient } from "./client";
 import {
+  checkOutcomeSize,
   decodeEntry,
   encodeClaimRecord,
   encodeDvm,
@@ -34,7 +36,7 @@ import type { Claim, ClaimEnd, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey
 
 export const DEFAULT_RETENTION_DAYS = 30;
 /** lastError is for humans; the cap keeps a huge stack trace from hitting the 400 KB item limit. */
-const MAX_ERROR_LENGTH = 4_000;
+const MAX_ERROR_BYTES = 4_000;
 /**
  * Failed attempts past this many keep their counters but not their claim record, so a phase that fails
  * for days cannot grow its item towards the 400 KB limit.
@@ -157,6 +159,8 @@ export class DynamoPhaseLedger implements PhaseLedger {
     if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) record.statusUpdate = outcome.statusUpdate;
     if (outcome.category) record.category = outcome.category;
     if (outcome.warnings && outcome.warnings.length > 0) record.warnings = outcome.warnings;
+    // Before the write: DynamoDB would refuse an oversize item with an error no retry can fix.
+    checkOutcomeSize(record);
     const ending = endClaimRecord(claim, this.claimRecords.get(claim), "completed", now);
     const result = await this.write("complete", key, {
       condition: "#state = :running AND #attempt = :attempt",
@@ -228,7 +232,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
   }
 
   async fail(claim: Claim, error: string): Promise<void> {
-    const message = String(error).slice(0, MAX_ERROR_LENGTH);
+    const message = truncateUtf8(String(error), MAX_ERROR_BYTES);
     await this.settle(claim, "RETRYING", "#failures = #failures + :one, #lastError = :lastError", {
       ":lastError": s(message || "(no message)"),
     });

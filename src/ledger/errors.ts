@@ -54,6 +54,20 @@ export class LostClaimError extends LedgerError {
   }
 }
 
+/**
+ * A phase's outcome too large for a ledger item (DynamoDB's 400 KB): refused before the write, which
+ * DynamoDB would refuse as not transient. The runner records a failure of the migration instead.
+ */
+export class OutcomeTooLargeError extends LedgerError {
+  override readonly name: string = "OutcomeTooLargeError";
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`the phase's outcome takes ${bytes} bytes, more than the ${limit} a ledger record holds`);
+  }
+}
+
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value);

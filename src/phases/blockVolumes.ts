@@ -4,6 +4,7 @@
  */
 import { type PvcObject, refOf } from "../kube/objects";
 import type { ServedPvc } from "../transfer";
+import type { ServerGroup } from "./serverGroups";
 import type { PhaseContext } from "./types";
 import type { VolumePair } from "./volumes";
 
@@ -12,10 +13,9 @@ export async function isBlockVolume(ctx: PhaseContext, pair: VolumePair): Promis
   return source?.spec?.volumeMode === "Block";
 }
 
-/** The destination PVCs in `namespace`, as its rsync server serves them: each with its Block flag. */
-export async function servedPvcs(ctx: PhaseContext, namespace: string): Promise<ServedPvc[]> {
+/** The destination PVCs of one rsync server pod, as it serves them: each with its Block flag. */
+export async function servedPvcs(ctx: PhaseContext, group: ServerGroup): Promise<ServedPvc[]> {
   const served: ServedPvc[] = [];
-  for (const pair of ctx.volumes.filter((v) => v.to.namespace === namespace))
-    served.push({ ...pair.to, ...((await isBlockVolume(ctx, pair)) ? { block: true } : {}) });
+  for (const pair of group.pairs) served.push({ ...pair.to, ...((await isBlockVolume(ctx, pair)) ? { block: true } : {}) });
   return served;
 }

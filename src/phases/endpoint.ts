@@ -1,14 +1,14 @@
 /**
- * The endpoint that exposes each destination namespace's rsync server (through stunnel): a Service of the
+ * The endpoint that exposes each rsync server pod (through stunnel; serverGroups.ts): a Service of the
  * requested type, or an OpenShift Route (TLS passthrough) in front of a ClusterIP Service.
  */
 import { CONDITION } from "../dvm/conditions";
 import type { EndpointType } from "../dvm/types";
 import { KINDS, type KubeObject, refOf, type ServiceObject } from "../kube/objects";
-import { STUNNEL_PORT, transferLabels, transferNames } from "./names";
+import { LABEL, STUNNEL_PORT, transferLabels } from "./names";
+import { type ServerGroup, serverGroups } from "./serverGroups";
 import { runningSince } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
-import { uniqueNamespaces } from "./volumes";
 
 export const SERVER_ROLE = "rsync-server";
 const WARN_AFTER_MS = 3 * 60_000;
@@ -17,26 +17,30 @@ export function endpointTypeOf(ctx: Pick<PhaseContext, "spec">): EndpointType {
   return ctx.spec.endpointType ?? "ClusterIP";
 }
 
-export function endpointService(ctx: PhaseContext, namespace: string): ServiceObject {
+/** The labels of a group's server pod; its Service selects exactly that pod by them. */
+export function serverPodLabels(ctx: Pick<PhaseContext, "dvm">, group: Pick<ServerGroup, "index">): Record<string, string> {
+  return { ...transferLabels(ctx.dvm, SERVER_ROLE), [LABEL.serverGroup]: String(group.index) };
+}
+
+export function endpointService(ctx: PhaseContext, group: ServerGroup): ServiceObject {
   const type = endpointTypeOf(ctx);
   return {
     ...KINDS.Service,
-    metadata: { name: transferNames(ctx.dvm).endpointService, namespace, labels: transferLabels(ctx.dvm, "endpoint") },
+    metadata: { name: group.names.endpointService, namespace: group.namespace, labels: transferLabels(ctx.dvm, "endpoint") },
     spec: {
       type: type === "Route" ? "ClusterIP" : type,
-      selector: transferLabels(ctx.dvm, SERVER_ROLE),
+      selector: serverPodLabels(ctx, group),
       ports: [{ name: "stunnel", port: STUNNEL_PORT, targetPort: STUNNEL_PORT, protocol: "TCP" }],
     },
   };
 }
 
-export function endpointRoute(ctx: PhaseContext, namespace: string): KubeObject {
-  const names = transferNames(ctx.dvm);
+export function endpointRoute(ctx: PhaseContext, group: ServerGroup): KubeObject {
   return {
     ...KINDS.Route,
-    metadata: { name: names.endpointRoute, namespace, labels: transferLabels(ctx.dvm, "endpoint") },
+    metadata: { name: group.names.endpointRoute, namespace: group.namespace, labels: transferLabels(ctx.dvm, "endpoint") },
     spec: {
-      to: { kind: "Service", name: names.endpointService },
+      to: { kind: "Service", name: group.names.endpointService },
       port: { targetPort: STUNNEL_PORT },
       tls: { termination: "passthrough" },
     },
@@ -45,9 +49,9 @@ export function endpointRoute(ctx: PhaseContext, namespace: string): KubeObject 
 
 export const createRsyncEndpoint: PhaseBody = async (ctx) => {
   const { destination } = ctx.clusters;
-  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    await destination.ensure(endpointService(ctx, namespace));
-    if (endpointTypeOf(ctx) === "Route") await destination.ensure(endpointRoute(ctx, namespace));
+  for (const group of serverGroups(ctx)) {
+    await destination.ensure(endpointService(ctx, group));
+    if (endpointTypeOf(ctx) === "Route") await destination.ensure(endpointRoute(ctx, group));
   }
   return advance();
 };
@@ -66,12 +70,12 @@ interface NodeObject extends KubeObject {
 }
 
 /**
- * Where a client on the source reaches the rsync server of `namespace`, or why it cannot yet.
+ * Where a client on the source reaches the rsync server pod of `group`, or why it cannot yet.
  * Read fresh each time rather than stored: the address of a LoadBalancer or Route appears later.
  */
-export async function endpointAddress(ctx: PhaseContext, namespace: string): Promise<EndpointAddress | { pending: string }> {
+export async function endpointAddress(ctx: PhaseContext, group: ServerGroup): Promise<EndpointAddress | { pending: string }> {
   const { destination } = ctx.clusters;
-  const names = transferNames(ctx.dvm);
+  const { namespace, names } = group;
   const service = await destination.get<ServiceObject>(refOf("Service", namespace, names.endpointService));
   if (!service) return { pending: `Service ${namespace}/${names.endpointService} does not exist` };
   switch (endpointTypeOf(ctx)) {
@@ -101,9 +105,9 @@ export async function endpointAddress(ctx: PhaseContext, namespace: string): Pro
 
 export const ensureRsyncEndpointReady: PhaseBody = async (ctx) => {
   const pending: string[] = [];
-  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const address = await endpointAddress(ctx, namespace);
-    if ("pending" in address) pending.push(`${namespace}: ${address.pending}`);
+  for (const group of serverGroups(ctx)) {
+    const address = await endpointAddress(ctx, group);
+    if ("pending" in address) pending.push(`${group.namespace}/${group.names.endpointService}: ${address.pending}`);
   }
   if (pending.length === 0) return advance();
   const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;

@@ -13,6 +13,8 @@ export const LABEL = {
   volume: "dvm.migration.openshift.io/volume",
   attempt: "dvm.migration.openshift.io/rsync-attempt",
   role: "dvm.migration.openshift.io/role",
+  /** Which of a namespace's rsync server pods (src/phases/serverGroups.ts); its Service selects by it. */
+  serverGroup: "dvm.migration.openshift.io/server-group",
   partOf: "app.kubernetes.io/part-of",
 } as const;
 
@@ -43,7 +45,7 @@ export function transferNames(dvm: Pick<DvmIdentity, "uid">) {
     credentialsSecret: `dvm-${id}-rsync-credentials`,
     /** Host: CA, server and client certificates, so a repeated phase reuses the same ones. */
     pkiSecret: `dvm-${id}-transfer-pki`,
-    /** Destination, per namespace. */
+    /** Destination: the first server pod of each namespace and its objects (the next ones: serverGroupNames). */
     endpointService: `dvm-${id}-rsync`,
     endpointRoute: `dvm-${id}-rsync`,
     rsyncServerSecret: `dvm-${id}-rsync-server`,
@@ -52,6 +54,22 @@ export function transferNames(dvm: Pick<DvmIdentity, "uid">) {
     /** Source, per namespace. */
     rsyncClientSecret: `dvm-${id}-rsync-client`,
     stunnelClientSecret: `dvm-${id}-stunnel-client`,
+  };
+}
+
+/**
+ * The objects of one rsync server pod of a destination namespace (serverGroups.ts): the first keeps the
+ * names a namespace's single server pod always had, the next ones add their index. Deterministic, so a
+ * repeated phase adopts them.
+ */
+export function serverGroupNames(dvm: Pick<DvmIdentity, "uid">, index: number) {
+  const names = transferNames(dvm);
+  const suffix = index === 0 ? "" : `-${index}`;
+  return {
+    serverPod: `${names.serverPod}${suffix}`,
+    endpointService: `${names.endpointService}${suffix}`,
+    endpointRoute: `${names.endpointRoute}${suffix}`,
+    rsyncServerSecret: `${names.rsyncServerSecret}${suffix}`,
   };
 }
 

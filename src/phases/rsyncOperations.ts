@@ -4,10 +4,13 @@
  * themselves are the record of attempts (the newest attempt label wins), so a repeated poll or a
  * repeated body after a crash decides the same thing and adopts what exists: no generateName.
  */
+import { mapConcurrently } from "../concurrency";
 import { CONDITION, type ConditionInput } from "../dvm/conditions";
+import { MAX_ERROR_TEXT_BYTES } from "../dvm/limits";
 import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject, type PvcObject, refOf } from "../kube/objects";
+import { truncateUtf8 } from "../textBounds";
 import {
   liveFigures,
   moduleNameFor,
@@ -21,6 +24,7 @@ import {
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, LABEL, progressName, transferLabels } from "./names";
+import { serverGroupOf } from "./serverGroups";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
 import { clientSecretName } from "./transferConfig";
@@ -124,7 +128,8 @@ function terminationMessage(pod: PodObject): string {
     rsyncErrorLines(terminated?.message ?? ""),
     pod.status?.message,
   ].filter(Boolean);
-  return parts.length > 0 ? parts.join(": ") : "the rsync client pod failed";
+  // The pod's message is the kubelet's free text: bounded before it enters a record.
+  return parts.length > 0 ? truncateUtf8(parts.join(": "), MAX_ERROR_TEXT_BYTES) : "the rsync client pod failed";
 }
 
 /** rsync's own error lines ("rsync: ...", "rsync error: ..."), the last few; else the message's last lines. */
@@ -194,7 +199,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       if (attempt >= limit) return { ...report, state: "failed", ...ended, error };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
-      const server = await ensureServerPodRunning(ctx, pair.to.namespace);
+      const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
       if (server !== "running")
         return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
       const next = await clientPodFor(ctx, pair, attempt + 1);
@@ -333,32 +338,41 @@ async function recordProgress(ctx: PhaseContext, report: VolumeReport): Promise<
 const holdsSlot = (report: VolumeReport) => report.state === "running" || report.state === "pending" || report.state === "unknown";
 
 /**
+ * Volumes polled at once. A poll makes two or three calls per volume (list its client pods, read a log,
+ * patch its progress record): at MAX_PVCS_PER_DVM volumes about 300 calls, in about 38 rounds of 8, so
+ * even at a second per call a poll ends well inside the lease (docs/security.md, "Size limits").
+ */
+export const VOLUME_POLL_CONCURRENCY = 8;
+
+/**
  * Every volume's report, in spec order. Volumes that already have a client pod are driven first (an
  * unfinished one holds its slot); then volumes without one start, in spec order, while fewer than
- * spec.transfer.maxConcurrentVolumes are in flight, and the rest stay queued for a later poll.
+ * spec.transfer.maxConcurrentVolumes are in flight, and the rest stay queued for a later poll. At most
+ * VOLUME_POLL_CONCURRENCY volumes are polled at once, and none is begun after the body's deadline.
  */
 async function driveVolumes(ctx: PhaseContext): Promise<VolumeReport[]> {
   const limit = backOffLimit(ctx);
-  const reports: VolumeReport[] = [];
-  const notStarted: VolumePair[] = [];
-  for (const pair of ctx.volumes) {
-    const pods = await clientPodsOf(ctx, pair);
-    if (pods.some((pod) => attemptOf(pod) > 0)) reports.push(await driveVolume(ctx, pair, limit, pods));
-    else notStarted.push(pair);
-  }
-  let inFlight = reports.filter(holdsSlot).length;
-  for (const pair of notStarted) {
-    if (inFlight < ctx.transfer.maxConcurrentVolumes) {
-      reports.push(await startVolume(ctx, pair));
-      inFlight++;
-    } else reports.push({ pair, attempt: 0, state: "queued", pod: "" });
-  }
-  return reports.sort((a, b) => a.pair.index - b.pair.index);
+  const signal = ctx.lease?.signal;
+  const polled = await mapConcurrently(
+    ctx.volumes,
+    VOLUME_POLL_CONCURRENCY,
+    async (pair): Promise<VolumeReport | VolumePair> => {
+      const pods = await clientPodsOf(ctx, pair);
+      return pods.some((pod) => attemptOf(pod) > 0) ? driveVolume(ctx, pair, limit, pods) : pair;
+    },
+    signal,
+  );
+  const reports = polled.filter((p): p is VolumeReport => "pair" in p);
+  const notStarted = polled.filter((p): p is VolumePair => !("pair" in p));
+  const free = Math.max(0, ctx.transfer.maxConcurrentVolumes - reports.filter(holdsSlot).length);
+  const started = await mapConcurrently(notStarted.slice(0, free), VOLUME_POLL_CONCURRENCY, (pair) => startVolume(ctx, pair), signal);
+  const queued = notStarted.slice(free).map((pair): VolumeReport => ({ pair, attempt: 0, state: "queued", pod: "" }));
+  return [...reports, ...started, ...queued].sort((a, b) => a.pair.index - b.pair.index);
 }
 
 export const runRsyncOperations: PhaseBody = async (ctx) => {
   const reports = await driveVolumes(ctx);
-  for (const report of reports) await recordProgress(ctx, report);
+  await mapConcurrently(reports, VOLUME_POLL_CONCURRENCY, (report) => recordProgress(ctx, report), ctx.lease?.signal);
   const status = statusOf(reports);
   const vanished = vanishedWarning(reports);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");

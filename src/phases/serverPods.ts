@@ -1,67 +1,65 @@
 /**
- * CreateRsyncTransferPods and WaitForRsyncTransferPodsRunning: one rsync server pod (rsync daemon +
- * stunnel server) per destination namespace, mounting that namespace's destination PVCs.
+ * CreateRsyncTransferPods and WaitForRsyncTransferPodsRunning: rsync server pods (rsync daemon + stunnel
+ * server) in each destination namespace, each mounting at most the operator's number of that namespace's
+ * destination PVCs (serverGroups.ts).
  */
 import { CONDITION } from "../dvm/conditions";
 import { type PodObject, refOf } from "../kube/objects";
 import { rsyncServerPod } from "../transfer";
 import { servedPvcs } from "./blockVolumes";
-import { SERVER_ROLE } from "./endpoint";
-import { transferLabels, transferNames } from "./names";
+import { serverPodLabels } from "./endpoint";
+import { describeGroup, type ServerGroup, serverGroups } from "./serverGroups";
 import { runningSince } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
-import { uniqueNamespaces } from "./volumes";
 
 const WARN_AFTER_MS = 3 * 60_000;
 
-export async function serverPodFor(ctx: PhaseContext, namespace: string) {
-  const names = transferNames(ctx.dvm);
+export async function serverPodFor(ctx: PhaseContext, group: ServerGroup) {
   return rsyncServerPod({
-    name: names.serverPod,
-    namespace,
-    labels: transferLabels(ctx.dvm, SERVER_ROLE),
+    name: group.names.serverPod,
+    namespace: group.namespace,
+    labels: serverPodLabels(ctx, group),
     ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
     image: ctx.transferImage,
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
-    configSecretName: names.rsyncServerSecret,
+    configSecretName: group.names.rsyncServerSecret,
     runAsRoot: ctx.spec.runAsRoot ?? false,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
-    pvcs: await servedPvcs(ctx, namespace),
+    pvcs: await servedPvcs(ctx, group),
   });
 }
 
 export const createRsyncTransferPods: PhaseBody = async (ctx) => {
-  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const { created } = await ctx.clusters.destination.ensure(await serverPodFor(ctx, namespace));
-    ctx.log.info(created ? "rsync server pod created" : "rsync server pod exists", { namespace });
+  for (const group of serverGroups(ctx)) {
+    const { created } = await ctx.clusters.destination.ensure(await serverPodFor(ctx, group));
+    ctx.log.info(created ? "rsync server pod created" : "rsync server pod exists", { pod: describeGroup(group) });
   }
   return advance();
 };
 
 /**
- * "running", or what the server pod of `namespace` is doing instead. A pod that is gone (evicted, deleted
+ * "running", or what the server pod of `group` is doing instead. A pod that is gone (evicted, deleted
  * by hand) or has stopped is created again: it is the same deterministic object.
  */
-export async function ensureServerPodRunning(ctx: PhaseContext, namespace: string): Promise<"running" | "recreated" | string> {
-  const ref = refOf("Pod", namespace, transferNames(ctx.dvm).serverPod);
+export async function ensureServerPodRunning(ctx: PhaseContext, group: ServerGroup): Promise<"running" | "recreated" | string> {
+  const ref = refOf("Pod", group.namespace, group.names.serverPod);
   const pod = await ctx.clusters.destination.get<PodObject>(ref);
   if (pod?.status?.phase === "Failed" || pod?.status?.phase === "Succeeded") {
     await ctx.clusters.destination.delete(ref);
     return `${pod.status.phase}, deleted to be recreated`;
   }
   if (!pod || pod.metadata.deletionTimestamp) {
-    if (!pod) await ctx.clusters.destination.ensure(await serverPodFor(ctx, namespace));
+    if (!pod) await ctx.clusters.destination.ensure(await serverPodFor(ctx, group));
     return pod ? "terminating" : "recreated";
   }
   return pod.status?.phase === "Running" ? "running" : (pod.status?.phase ?? "Pending");
 }
 
 export const waitForRsyncTransferPodsRunning: PhaseBody = async (ctx) => {
-  const names = transferNames(ctx.dvm);
   const notRunning: string[] = [];
-  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const state = await ensureServerPodRunning(ctx, namespace);
-    if (state !== "running") notRunning.push(`${namespace}/${names.serverPod} (${state})`);
+  for (const group of serverGroups(ctx)) {
+    const state = await ensureServerPodRunning(ctx, group);
+    if (state !== "running") notRunning.push(`${describeGroup(group)} (${state})`);
   }
   if (notRunning.length === 0) return advance();
   const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;

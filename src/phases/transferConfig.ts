@@ -1,9 +1,10 @@
 /**
  * CreateRsyncConfig and CreateStunnelConfig: the rsync password and the migration's PKI are created once
  * on the host (create-or-adopt, so a repeated phase reuses them), then rendered into one transfer Secret
- * per destination namespace (server side) and one per volume on the source (client side). The client
- * side dials the operator's HTTP CONNECT proxy when the policy names one: DVM_STUNNEL_TCP_PROXY in admin
- * namespaces, DVM_STUNNEL_TCP_PROXY_TENANT elsewhere (src/dvm/proxyPolicy.ts).
+ * per rsync server pod (server side, serverGroups.ts) and one per volume on the source (client side, which
+ * names the endpoint of the server pod that mounts its destination PVC). The client side dials the
+ * operator's HTTP CONNECT proxy when the policy names one: DVM_STUNNEL_TCP_PROXY in admin namespaces,
+ * DVM_STUNNEL_TCP_PROXY_TENANT elsewhere (src/dvm/proxyPolicy.ts).
  */
 import { KINDS, type KubeObject, refOf } from "../kube/objects";
 import {
@@ -19,8 +20,9 @@ import {
 import { servedPvcs } from "./blockVolumes";
 import { endpointAddress } from "./endpoint";
 import { dvmShortId, ownerLabels, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
+import { serverGroupOf, serverGroups } from "./serverGroups";
 import { advance, MigrationInputError, type PhaseBody, type PhaseContext, wait } from "./types";
-import { specField, uniqueNamespaces, type VolumePair } from "./volumes";
+import { specField, type VolumePair } from "./volumes";
 
 interface SecretObject extends KubeObject {
   data?: Record<string, string>;
@@ -99,17 +101,20 @@ export const createStunnelConfig: PhaseBody = async (ctx) => {
   const password = await rsyncPassword(ctx);
   const pki = await transferPki(ctx);
   const runAsRoot = ctx.spec.runAsRoot ?? false;
-  const names = transferNames(ctx.dvm);
 
-  for (const namespace of uniqueNamespaces(ctx.volumes.map((v) => v.to))) {
-    const pvcs = await servedPvcs(ctx, namespace);
+  for (const group of serverGroups(ctx)) {
+    const pvcs = await servedPvcs(ctx, group);
     const data = serverTransferSecretData({ pvcs, rsyncSecret: password, pki, runAsRoot });
-    await destination.ensure(transferSecret({ name: names.rsyncServerSecret, namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }));
+    await destination.ensure(
+      transferSecret({ name: group.names.rsyncServerSecret, namespace: group.namespace, labels: transferLabels(ctx.dvm, "rsync-server"), data }),
+    );
   }
   for (const pair of ctx.volumes) {
-    const address = await endpointAddress(ctx, pair.to.namespace);
+    // The endpoint of the server pod that mounts this pair's destination PVC.
+    const group = serverGroupOf(ctx, pair);
+    const address = await endpointAddress(ctx, group);
     // The endpoint was ready one phase ago; if it lost its address since, wait for it again.
-    if ("pending" in address) return wait(`endpoint of ${pair.to.namespace}: ${address.pending}`);
+    if ("pending" in address) return wait(`endpoint of ${group.namespace}/${group.names.endpointService}: ${address.pending}`);
     // Through the operator's HTTP CONNECT proxy, if any: the one this Secret's namespace may read.
     const proxy = ctx.transfer.tcpProxyFor(pair.from.namespace);
     // The policy refused this DVM before any pod (policyViolations); this stays true if a caller did not ask it.

@@ -12,6 +12,7 @@
 import { type Clock, systemClock } from "../clock";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
+import { boundedErrors, MAX_ERROR_TEXT_BYTES } from "../dvm/limits";
 import { DEFAULT_MIGRATION_POLICY, formatViolation, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../dvm/policy";
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../dvm/status";
 import { transferSettingsFor } from "../dvm/transferPolicy";
@@ -20,13 +21,14 @@ import { formatIssue } from "../issues";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver, unreachableCluster } from "../kube/resolver";
-import { type Claim, type ClaimResult, LostClaimError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
+import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
 import { retryUntil } from "../ledger/retry";
 import { type Logger, silentLogger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { type MigrationClusters, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
 import { settle, unwrap } from "../settle";
+import { truncateUtf8 } from "../textBounds";
 import { ClusterPrefetch } from "./clusterPrefetch";
 import {
   CleanupGaveUpError,
@@ -342,23 +344,23 @@ export class PhaseRunner {
     const settle = <T>(write: () => Promise<T>) => this.untilSettled(lease.settleBy(), write);
     switch (outcome.kind) {
       case "advance": {
-        const next = nextPhase(position.itinerary, position.phase);
         // The status update is recorded with the completion: a repair after a crash replays exactly it.
-        const recorded = await settle(() => ledger.complete(claim, { result: "advanced", nextPhase: next, ...decidedBy(outcome) }));
+        const recorded = await this.record(claim, position, settle, {
+          result: "advanced",
+          nextPhase: nextPhase(position.itinerary, position.phase),
+          ...decidedBy(outcome),
+        });
         await this.writeTransition(fresh, position, recorded, stats);
+        const next = recorded.nextPhase;
         log.info("phase completed", { next });
         return { kind: "advanced", phase: position.phase, next, requeueAfterMs: phaseSpec(next).requeueMs };
       }
       case "fail": {
         // Cleanup after a failure is best effort: a failing cleanup step records its errors and moves on.
-        const inFailure = position.itinerary === "VolumeMigrationFailed";
-        const transition: RecordedOutcome = inFailure
-          ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: outcome.errors, ...decidedBy(outcome) }
-          : { result: "failed", nextPhase: "MigrationFailed", errors: outcome.errors, category: outcome.category ?? "Critical", ...decidedBy(outcome) };
-        const recorded = await settle(() => ledger.complete(claim, transition));
+        const recorded = await this.record(claim, position, settle, { ...failureOf(position, outcome.errors, outcome.category), ...decidedBy(outcome) });
         await this.writeTransition(fresh, position, recorded, stats);
-        log.warn("phase failed the migration", { errors: outcome.errors, next: transition.nextPhase });
-        return { kind: "advanced", phase: position.phase, next: transition.nextPhase, requeueAfterMs: phaseSpec(transition.nextPhase).requeueMs };
+        log.warn("phase failed the migration", { errors: recorded.errors, next: recorded.nextPhase });
+        return { kind: "advanced", phase: position.phase, next: recorded.nextPhase, requeueAfterMs: phaseSpec(recorded.nextPhase).requeueMs };
       }
       case "wait": {
         await settle(() => ledger.release(claim));
@@ -367,6 +369,27 @@ export class PhaseRunner {
         log.debug("phase waiting", { reason: outcome.reason, requeueAfterMs });
         return { kind: "waiting", phase: position.phase, reason: outcome.reason, requeueAfterMs };
       }
+    }
+  }
+
+  /**
+   * Records the phase's outcome. One too large for a ledger item (a DVM beyond the sizes the controller
+   * supports) is refused before the write and becomes a failure of the migration, recorded at once: never
+   * a write that fails again on every retry while the claim stays held.
+   */
+  private async record(
+    claim: Claim,
+    position: Position,
+    settle: <T>(write: () => Promise<T>) => Promise<T>,
+    outcome: RecordedOutcome,
+  ): Promise<RecordedOutcome> {
+    const { ledger } = this.options;
+    try {
+      return await settle(() => ledger.complete(claim, outcome));
+    } catch (error) {
+      if (!(error instanceof OutcomeTooLargeError)) throw error;
+      const message = `${position.phase}: ${error.message}; the DVM is larger than the controller supports (docs/security.md, "Size limits")`;
+      return settle(() => ledger.complete(claim, failureOf(position, [message], "Critical")));
     }
   }
 
@@ -412,7 +435,7 @@ export class PhaseRunner {
       if (transition.result === "failed") {
         return enterFailure(base, from.phase, transition.errors ?? [], transition.category ?? "Critical", generation, nowIso);
       }
-      const withErrors = transition.errors?.length ? { ...base, errors: [...new Set([...(base.errors ?? []), ...transition.errors])] } : base;
+      const withErrors = transition.errors?.length ? { ...base, errors: boundedErrors([...new Set([...(base.errors ?? []), ...transition.errors])]) } : base;
       // A phase that gave up (errors on the failure itinerary) keeps the credential failure's first time.
       const settled = transition.errors?.length ? withErrors : clearCredentialFailure(withErrors);
       return enterPhase(settled, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
@@ -542,7 +565,8 @@ export class PhaseRunner {
     stats: RunStats,
     credential?: string,
   ): Promise<RunResult> {
-    const message = error instanceof Error ? error.message : String(error);
+    // Into the ledger, a condition and the run result: bounded, as any error text that is recorded.
+    const message = truncateUtf8(error instanceof Error ? error.message : String(error), MAX_ERROR_TEXT_BYTES);
     log.warn("phase attempt failed; will retry", { error: message });
     try {
       await this.untilSettled(lease.settleBy(), () => this.options.ledger.fail(claim, message));
@@ -618,6 +642,17 @@ function specChangeOf(dvm: DirectVolumeMigration, position: Position): string | 
   const observed = dvm.status.observedGeneration;
   if (observed === undefined || observed === dvm.metadata.generation || position.itinerary === "VolumeMigrationFailed") return undefined;
   return `spec: changed after the migration started (generation ${observed} -> ${dvm.metadata.generation}); the spec of a DirectVolumeMigration cannot change, create a new DVM for the new spec`;
+}
+
+/**
+ * The recorded outcome of a phase that failed: the migration fails, or, on the failure itinerary (whose
+ * cleanup is best effort), goes on with the errors recorded. The errors are bounded (src/dvm/limits.ts).
+ */
+function failureOf(position: Position, errors: readonly string[], category: "Critical" | "Warn" | undefined): RecordedOutcome {
+  const bounded = boundedErrors(errors);
+  return position.itinerary === "VolumeMigrationFailed"
+    ? { result: "advanced", nextPhase: nextPhase(position.itinerary, position.phase), errors: bounded }
+    : { result: "failed", nextPhase: "MigrationFailed", errors: bounded, category: category ?? "Critical" };
 }
 
 /** What a body decided for the status, in the shape the ledger records it with the completion. */

@@ -1,6 +1,6 @@
 /**
  * The transfer pods as plain Kubernetes objects: the rsync server pod on the destination (rsync daemon
- * + stunnel server, one per destination namespace) and one rsync client pod per source PVC and attempt
+ * + stunnel server, one per group of a destination namespace's PVCs, src/phases/serverGroups.ts) and one rsync client pod per source PVC and attempt
  * (rsync + stunnel client sidecar). Pure functions: names come from the caller (no generateName), so a
  * repeated phase finds and adopts what an earlier run created.
  *

@@ -4,7 +4,7 @@
  */
 
 import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "../../src/ledger";
-import { LostClaimError } from "../../src/ledger";
+import { checkOutcomeSize, LostClaimError } from "../../src/ledger";
 
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
 
@@ -45,6 +45,8 @@ export class MemoryLedger implements PhaseLedger {
     const entry = this.held(claim);
     const finishedAt = this.now();
     const record = { ...outcome, finishedAt };
+    // As the DynamoDB ledger: an outcome too large for an item is refused before anything is written.
+    checkOutcomeSize(record);
     Object.assign(entry, { state: "COMPLETED", outcome: record, finishedAt, elapsedSeconds: (finishedAt - entry.startedAt) / 1000 });
     return record;
   }

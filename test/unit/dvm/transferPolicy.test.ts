@@ -109,6 +109,7 @@ describe("the operator's transfer policy", () => {
       extraOptions: [],
       maxConcurrentVolumes: 5,
       tcpProxyFor: expect.any(Function),
+      maxVolumesPerServerPod: 16,
     });
     // The pods' default requests (400m CPU, 512Mi memory) are lowered to a smaller maximum.
     expect(transferSettingsFor(parsedSpec(undefined), { ...operator, maxResources: { cpu: "200m" } }).resources).toEqual({
@@ -149,6 +150,7 @@ describe("the operator's transfer settings in the environment", () => {
       DVM_TRANSFER_MAX_BANDWIDTH_KIB: "20480",
       DVM_TRANSFER_CONCURRENT_VOLUMES: "2",
       DVM_TRANSFER_MAX_CONCURRENT_VOLUMES: "10",
+      DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD: "8",
       DVM_RSYNC_EXTRA_OPTIONS: "--inplace,--timeout=",
       DVM_TRANSFER_MAX_CPU: "2",
       DVM_TRANSFER_MAX_MEMORY: "2Gi",
@@ -161,6 +163,7 @@ describe("the operator's transfer settings in the environment", () => {
       maxBandwidthLimitKiBPerSecond: 20_480,
       concurrentVolumes: 2,
       maxConcurrentVolumes: 10,
+      maxVolumesPerServerPod: 8,
       extraOptions: ["--inplace", "--timeout="],
       maxResources: { cpu: "2", memory: "2Gi" },
     });
@@ -175,6 +178,7 @@ describe("the operator's transfer settings in the environment", () => {
       [{ DVM_TRANSFER_MAX_BANDWIDTH_KIB: "0" }, /DVM_TRANSFER_MAX_BANDWIDTH_KIB: must be a positive integer/],
       [{ DVM_TRANSFER_CONCURRENT_VOLUMES: "20", DVM_TRANSFER_MAX_CONCURRENT_VOLUMES: "10" }, /DVM_TRANSFER_CONCURRENT_VOLUMES: must not exceed/],
       [{ DVM_TRANSFER_MAX_MEMORY: "a lot" }, /DVM_TRANSFER_MAX_MEMORY/],
+      [{ DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD: "0" }, /DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD: must be a positive integer/],
       [{ DVM_RSYNC_EXTRA_OPTIONS: "--inplace,--rsh=" }, /DVM_RSYNC_EXTRA_OPTIONS\[1\]: --rsh could bypass the tunnel/],
       [{ DVM_RSYNC_EXTRA_OPTIONS: "--bwlimit=" }, /DVM_RSYNC_EXTRA_OPTIONS\[0\]: --bwlimit is set by the controller/],
       [{ DVM_RSYNC_EXTRA_OPTIONS: "-z" }, /DVM_RSYNC_EXTRA_OPTIONS\[0\]: "-z" must be/],

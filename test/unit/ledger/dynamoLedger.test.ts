@@ -13,6 +13,7 @@ import {
   type LedgerKey,
   LedgerUnavailableError,
   LostClaimError,
+  OutcomeTooLargeError,
 } from "../../../src/ledger";
 
 type Item = Record<string, AttributeValue>;
@@ -198,6 +199,19 @@ describe("DynamoPhaseLedger.complete / fail / release", () => {
     expect(sent).toHaveLength(0);
   });
 
+  it("complete() refuses an outcome too large for a DynamoDB item before sending anything, naming its size", async () => {
+    const { ledger, sent } = ledgerOn([]);
+    // One error per PVC of a 1,000-PVC DVM at 1 KB each: past the 400 KB item limit.
+    const errors = Array.from({ length: 1_000 }, (_, i) => `spec.persistentVolumeClaims[${i}]: ${"e".repeat(1_000)}`);
+    const oversize = ledger.complete(claim, { result: "failed", nextPhase: "MigrationFailed", errors });
+    await expect(oversize).rejects.toBeInstanceOf(OutcomeTooLargeError);
+    await expect(oversize).rejects.toThrow(/the phase's outcome takes \d+ bytes, more than the 350000 a ledger record holds/);
+    expect(sent).toHaveLength(0);
+    // Within the bound it is written as before.
+    await ledger.complete(claim, { result: "failed", nextPhase: "MigrationFailed", errors: errors.slice(0, 100) });
+    expect(sent).toHaveLength(1);
+  });
+
   it("release() and fail() drop the lease, count, and are idempotent for their own attempt", async () => {
     const { ledger, sent } = ledgerOn([
       { output: {} },
@@ -212,7 +226,9 @@ describe("DynamoPhaseLedger.complete / fail / release", () => {
     expect(sent[0]!.UpdateExpression).toMatch(/#waits = #waits \+ :one/);
     expect(sent[0]!.UpdateExpression).toMatch(/REMOVE #leaseExpiresAt/);
     expect(sent[2]!.UpdateExpression).toMatch(/#failures = #failures \+ :one/);
-    expect(sent[2]!.ExpressionAttributeValues![":lastError"]!.S).toHaveLength(4_000);
+    const lastError = sent[2]!.ExpressionAttributeValues![":lastError"]!.S!;
+    expect(Buffer.byteLength(lastError)).toBeLessThanOrEqual(4_000);
+    expect(lastError.endsWith("…")).toBe(true);
   });
 
   it("release() by a fenced-out attempt throws LostClaimError, also when the entry is gone", async () => {

@@ -5,8 +5,9 @@ import { LABEL, transferLabels, transferNames } from "../../../src/phases/names"
 import { createDestinationNamespaces } from "../../../src/phases/namespaces";
 import { createPVProgressCRs } from "../../../src/phases/progressRecords";
 import { createDestinationPVCs, quantityBytes, requestedSize } from "../../../src/phases/pvcs";
+import { serverGroups } from "../../../src/phases/serverGroups";
 import { started } from "../../../src/phases/started";
-import { MigrationInputError } from "../../../src/phases/types";
+import { MigrationInputError, type PhaseContext } from "../../../src/phases/types";
 import { volumePairs } from "../../../src/phases/volumes";
 import { fakeContext, namespace, pvc, storageClass, TEST_UID, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
 
@@ -145,13 +146,16 @@ describe("CreateDestinationNamespaces and CreateDestinationPVCs", () => {
   });
 });
 
+/** The first (for these specs, the only) rsync server pod of a destination namespace. */
+const groupIn = (ctx: PhaseContext, namespace: string) => serverGroups(ctx).find((g) => g.namespace === namespace)!;
+
 describe("the rsync endpoint", () => {
   it("creates one Service per destination namespace and reports its address", async () => {
     const { ctx, destination } = fakeContext(TWO_NAMESPACE_SPEC, { sameCluster: true });
     await createRsyncEndpoint(ctx);
     expect(destination.totalCreations("Service")).toBe(2);
     // The Service's address, which needs no cluster DNS (the certificate is checked by a fixed name).
-    expect(await endpointAddress(ctx, "ops-new")).toEqual({ host: "198.19.0.1", port: 6443 });
+    expect(await endpointAddress(ctx, groupIn(ctx, "ops-new"))).toEqual({ host: "198.19.0.1", port: 6443 });
     expect(await ensureRsyncEndpointReady(ctx)).toEqual({ kind: "advance" });
   });
 
@@ -172,7 +176,7 @@ describe("the rsync endpoint", () => {
         (svc) => (svc.status = { loadBalancer: { ingress: [{ ip: "203.0.113.7" }] } }),
       );
     }
-    expect(await endpointAddress(ctx, "shop")).toEqual({ host: "203.0.113.7", port: 6443 });
+    expect(await endpointAddress(ctx, groupIn(ctx, "shop"))).toEqual({ host: "203.0.113.7", port: 6443 });
     expect(await ensureRsyncEndpointReady(ctx)).toEqual({ kind: "advance" });
   });
 });

@@ -13,6 +13,7 @@ import {
   parseRsyncProgress,
   type RsyncProgress,
   rsyncClientPod,
+  rsyncRetry,
   type TransferFigures,
   totalFigures,
   type VerificationReport,
@@ -20,6 +21,7 @@ import {
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
+import { finalRsyncError } from "./rsyncFailure";
 import { ensureServerPodRunning } from "./serverPods";
 import { runningSince } from "./timing";
 import { clientSecretName } from "./transferConfig";
@@ -125,14 +127,17 @@ function terminationMessage(pod: PodObject): string {
   return parts.length > 0 ? parts.join(": ") : "the rsync client pod failed";
 }
 
-/** rsync's own error lines ("rsync: ...", "rsync error: ..."), the last few; else the message's last lines. */
+/**
+ * rsync's own error lines ("rsync: ...", "rsync error: ...", and "@ERROR: ..." the daemon sent), the last
+ * few; else the message's last lines.
+ */
 function rsyncErrorLines(message: string): string {
   const lines = message
     .trim()
     .split("\n")
     .map((l) => l.split("\r").at(-1)!.trim())
     .filter(Boolean);
-  const errors = lines.filter((l) => /^rsync( error)?:/.test(l));
+  const errors = lines.filter((l) => /^(rsync( error)?|@ERROR):/.test(l));
   return (errors.length > 0 ? errors.slice(-3) : lines.slice(-2)).join(" ");
 }
 
@@ -189,7 +194,9 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
           ...ended,
           error: `${mismatches} file${mismatches === 1 ? "" : "s"} failed rsync's checksum verification: ${error}`,
         };
-      if (attempt >= limit) return { ...report, state: "failed", ...ended, error };
+      // A failure the next attempt would repeat ends the volume now, not after backOffLimit attempts.
+      const retry = rsyncRetry(rsyncTermination(latest)?.exitCode, rsyncTermination(latest)?.message ?? "");
+      if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry) };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
       const server = await ensureServerPodRunning(ctx, pair.to.namespace);
@@ -388,7 +395,8 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       status,
       ...(vanished ? { warnings: [vanished] } : {}),
       errors: failed.map(
-        (r) => `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempts: ${r.error}`,
+        (r) =>
+          `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempt${r.attempt === 1 ? "" : "s"}: ${r.error}`,
       ),
     };
   }

@@ -23,6 +23,7 @@ import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, LABEL, progressName, RSYNC_USER, transferLabels } from "./names";
 import { finalRsyncError } from "./rsyncFailure";
 import { ensureServerPodRunning } from "./serverPods";
+import { sourcePodAffinity } from "./sourcePlacement";
 import { runningSince } from "./timing";
 import { clientSecretName } from "./transferConfig";
 import { advance, type PhaseBody, type PhaseContext, type StatusUpdate, wait } from "./types";
@@ -80,6 +81,7 @@ export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePai
 
 export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
   const block = await isBlockVolume(ctx, pair);
+  const affinity = await sourcePodAffinity(ctx, pair.from);
   return rsyncClientPod({
     name: clientPodName(ctx.dvm, pair, attempt),
     namespace: pair.from.namespace,
@@ -90,6 +92,7 @@ export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt:
     configSecretName: clientSecretName(ctx, pair),
     runAsRoot: ctx.spec.runAsRoot ?? false,
     sourcePvc: { ...pair.from, ...(block ? { block: true } : {}) },
+    ...(affinity ? { affinity } : {}),
     destinationPvc: pair.to,
     user: RSYNC_USER,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),

@@ -45,7 +45,7 @@ export async function finalRsyncError(
   if (ctx.spec.runAsRoot !== true && PERMISSION_PROBLEM.test([error, ...daemon].join("\n"))) {
     const who = ctx.spec.transferIdentity?.runAsUser !== undefined ? `user ${ctx.spec.transferIdentity.runAsUser}` : "the transfer image's user";
     parts.push(
-      `the transfer pods run unprivileged as ${who}: set spec.transferIdentity to the files' owner (runAsUser, runAsGroup, and fsGroup so the kubelet makes the new volume writable for it), or, in an admin namespace, spec.runAsRoot`,
+      `the transfer pods run unprivileged as ${who}: set spec.transferIdentity to the files' owner (runAsUser, runAsGroup; fsGroup lets the kubelet make a new volume writable for it, except on hostPath volumes), or, in an admin namespace, spec.runAsRoot`,
     );
   }
   return parts.join("; ");

@@ -72,7 +72,8 @@ export interface PvcObject extends KubeObject {
     volumeMode?: string;
     resources?: { requests?: { storage?: string } };
   };
-  status?: { phase?: string; capacity?: { storage?: string } };
+  /** accessModes: what the bound PV grants (may be more than the claim asked for). */
+  status?: { phase?: string; accessModes?: string[]; capacity?: { storage?: string } };
 }
 
 export interface ContainerStatus {

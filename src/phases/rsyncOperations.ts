@@ -17,6 +17,7 @@ import {
   parseRsyncProgress,
   type RsyncProgress,
   rsyncClientPod,
+  rsyncRetry,
   type TransferFigures,
   totalFigures,
   type VerificationReport,
@@ -24,8 +25,10 @@ import {
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, LABEL, progressName, transferLabels } from "./names";
+import { finalRsyncError } from "./rsyncFailure";
 import { serverGroupOf } from "./serverGroups";
 import { ensureServerPodRunning } from "./serverPods";
+import { sourcePodAffinity } from "./sourcePlacement";
 import { runningSince } from "./timing";
 import { clientSecretName } from "./transferConfig";
 import { advance, type PhaseBody, type PhaseContext, type StatusUpdate, wait } from "./types";
@@ -83,6 +86,7 @@ export function rsyncOptionsFor(transfer: TransferSettings, pair: Pick<VolumePai
 
 export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt: number) {
   const block = await isBlockVolume(ctx, pair);
+  const affinity = await sourcePodAffinity(ctx, pair.from);
   return rsyncClientPod({
     name: clientPodName(ctx.dvm, pair, attempt),
     namespace: pair.from.namespace,
@@ -93,6 +97,7 @@ export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt:
     configSecretName: clientSecretName(ctx, pair),
     runAsRoot: ctx.spec.runAsRoot ?? false,
     sourcePvc: { ...pair.from, ...(block ? { block: true } : {}) },
+    ...(affinity ? { affinity } : {}),
     destinationPvc: pair.to,
     // The module's own user (src/transfer/credentials.ts): its password is the only one in the client Secret.
     user: moduleNameFor(pair.to),
@@ -132,14 +137,17 @@ function terminationMessage(pod: PodObject): string {
   return parts.length > 0 ? truncateUtf8(parts.join(": "), MAX_ERROR_TEXT_BYTES) : "the rsync client pod failed";
 }
 
-/** rsync's own error lines ("rsync: ...", "rsync error: ..."), the last few; else the message's last lines. */
+/**
+ * rsync's own error lines ("rsync: ...", "rsync error: ...", and "@ERROR: ..." the daemon sent), the last
+ * few; else the message's last lines.
+ */
 function rsyncErrorLines(message: string): string {
   const lines = message
     .trim()
     .split("\n")
     .map((l) => l.split("\r").at(-1)!.trim())
     .filter(Boolean);
-  const errors = lines.filter((l) => /^rsync( error)?:/.test(l));
+  const errors = lines.filter((l) => /^(rsync( error)?|@ERROR):/.test(l));
   return (errors.length > 0 ? errors.slice(-3) : lines.slice(-2)).join(" ");
 }
 
@@ -196,7 +204,9 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
           ...ended,
           error: `${mismatches} file${mismatches === 1 ? "" : "s"} failed rsync's checksum verification: ${error}`,
         };
-      if (attempt >= limit) return { ...report, state: "failed", ...ended, error };
+      // A failure the next attempt would repeat ends the volume now, not after backOffLimit attempts.
+      const retry = rsyncRetry(rsyncTermination(latest)?.exitCode, rsyncTermination(latest)?.message ?? "");
+      if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry) };
       // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
       // or the retries would burn out against a closed port.
       const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
@@ -404,7 +414,8 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       status,
       ...(vanished ? { warnings: [vanished] } : {}),
       errors: failed.map(
-        (r) => `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempts: ${r.error}`,
+        (r) =>
+          `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempt${r.attempt === 1 ? "" : "s"}: ${r.error}`,
       ),
     };
   }

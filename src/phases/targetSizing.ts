@@ -9,6 +9,7 @@ import type { TargetSize } from "../dvm/types";
 import { KINDS, type PodObject, refOf } from "../kube/objects";
 import { usagePod } from "../transfer";
 import { dvmShortId, LABEL, transferLabels } from "./names";
+import { sourcePodAffinity } from "./sourcePlacement";
 import type { PhaseContext } from "./types";
 import type { VolumePair } from "./volumes";
 
@@ -19,7 +20,8 @@ export function usagePodName(ctx: Pick<PhaseContext, "dvm">, pair: Pick<VolumePa
   return `dvm-${dvmShortId(ctx.dvm)}-usage-${pair.id}`;
 }
 
-export function usagePodFor(ctx: PhaseContext, pair: VolumePair) {
+export async function usagePodFor(ctx: PhaseContext, pair: VolumePair) {
+  const affinity = await sourcePodAffinity(ctx, pair.from);
   return usagePod({
     name: usagePodName(ctx, pair),
     namespace: pair.from.namespace,
@@ -29,6 +31,7 @@ export function usagePodFor(ctx: PhaseContext, pair: VolumePair) {
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     runAsRoot: ctx.spec.runAsRoot ?? false,
     sourcePvc: pair.from,
+    ...(affinity ? { affinity } : {}),
   });
 }
 
@@ -44,7 +47,7 @@ export async function measureUsage(ctx: PhaseContext, pair: VolumePair): Promise
   const { source } = ctx.clusters;
   const pod = await source.get<PodObject>(refOf("Pod", pair.from.namespace, usagePodName(ctx, pair)));
   if (!pod) {
-    await source.ensure(usagePodFor(ctx, pair));
+    await source.ensure(await usagePodFor(ctx, pair));
     return { pending: "measuring pod created" };
   }
   const terminated = pod.status?.containerStatuses?.find((c) => c.name === "usage")?.state?.terminated;

@@ -13,5 +13,7 @@ export * from "./pods";
 export * from "./progress";
 export * from "./rsyncClient";
 export * from "./rsyncd";
+export * from "./rsyncdLog";
+export * from "./rsyncExit";
 export * from "./secrets";
 export * from "./stunnel";

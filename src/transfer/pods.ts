@@ -10,6 +10,7 @@
  * get back only what rsync needs (see ROOT_CAPABILITIES); stunnel never gets any capability.
  */
 import type {
+  V1Affinity,
   V1Container,
   V1PodSecurityContext,
   V1PodSpec,
@@ -92,6 +93,8 @@ export interface TransferPodOptions {
   stunnelResources?: V1ResourceRequirements;
   nodeName?: string;
   nodeSelector?: Record<string, string>;
+  /** E.g. the node of the pod that has the source volume mounted (src/phases/sourcePlacement.ts). */
+  affinity?: V1Affinity;
   tolerations?: V1Toleration[];
   /** Must match the `paths` given to the Secret builder. */
   paths?: Partial<TransferPaths>;
@@ -361,6 +364,7 @@ function pod(options: TransferPodOptions, spec: Pick<V1PodSpec, "containers" | "
       enableServiceLinks: false,
       ...(options.nodeName ? { nodeName: options.nodeName } : {}),
       ...(options.nodeSelector ? { nodeSelector: { ...options.nodeSelector } } : {}),
+      ...(options.affinity ? { affinity: options.affinity } : {}),
       ...(options.tolerations ? { tolerations: options.tolerations } : {}),
     },
   };

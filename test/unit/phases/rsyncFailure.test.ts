@@ -1,0 +1,64 @@
+/** RunRsyncOperations with a failure the next attempt would repeat: one attempt, the daemon's reason. */
+import { describe, expect, it } from "vitest";
+import { KINDS } from "../../../src/kube/objects";
+import { createRsyncEndpoint } from "../../../src/phases/endpoint";
+import { clientPodName, transferNames } from "../../../src/phases/names";
+import { createPVProgressCRs } from "../../../src/phases/progressRecords";
+import { runRsyncOperations } from "../../../src/phases/rsyncOperations";
+import { createRsyncTransferPods } from "../../../src/phases/serverPods";
+import { moduleNameFor } from "../../../src/transfer";
+import type { FakeCluster } from "../../support/fakeCluster";
+import { fakeContext, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
+
+const setPhase = (cluster: FakeCluster, namespace: string, name: string, phase: string, extra: Record<string, unknown> = {}) =>
+  cluster.mutate({ ...KINDS.Pod, namespace, name }, (pod) => (pod.status = { phase, ...extra }));
+
+/** One volume (shop/db), default backOffLimit, up to a Running server pod and attempt 1 created. */
+async function firstAttempt(spec: Record<string, unknown> = {}) {
+  const setup = fakeContext({ persistentVolumeClaims: [TWO_NAMESPACE_SPEC.persistentVolumeClaims[0]], ...spec });
+  await createRsyncEndpoint(setup.ctx);
+  await createPVProgressCRs(setup.ctx);
+  await createRsyncTransferPods(setup.ctx);
+  setPhase(setup.destination, "shop", transferNames(setup.ctx.dvm).serverPod, "Running");
+  await runRsyncOperations(setup.ctx);
+  return { ...setup, client: clientPodName(setup.ctx.dvm, setup.ctx.volumes[0]!, 1) };
+}
+
+const failedWith = (exitCode: number, message: string) => ({ containerStatuses: [{ name: "rsync", state: { terminated: { exitCode, message } } }] });
+const CHDIR_REFUSED = "@ERROR: chdir failed\nrsync error: error starting client-server protocol (code 5) at main.c(1954) [sender=3.5.0]";
+
+describe("RunRsyncOperations and a failure that cannot change", () => {
+  it("ends after attempt 1 (of the default 20) with the daemon's reason and the fields that change the identity", async () => {
+    const { ctx, source, destination, client } = await firstAttempt();
+    const module = moduleNameFor(ctx.volumes[0]!.to);
+    destination.logs.set(
+      `shop/${transferNames(ctx.dvm).serverPod}`,
+      [
+        `2026/12/03 08:01:24 [31] connect from UNDETERMINED (127.0.0.1)`,
+        `2026/12/03 08:01:24 [31] rsync allowed access on module ${module} from UNDETERMINED (127.0.0.1)`,
+        `2026/12/03 08:01:24 [31] rsync: [Receiver] chdir /mnt/${module} failed: Permission denied (13)`,
+      ].join("\n"),
+    );
+    setPhase(source, "shop", client, "Failed", failedWith(5, CHDIR_REFUSED));
+    const failed = await runRsyncOperations(ctx);
+    expect(failed.kind).toBe("fail");
+    const [error] = failed.kind === "fail" ? failed.errors : [];
+    expect(error).toContain("spec.persistentVolumeClaims[0]: rsync of shop/db to shop/db failed after 1 attempt: exit code 5: @ERROR: chdir failed");
+    expect(error).toContain("not retried: rsync exit code 5: the daemon refused the connection (@ERROR: chdir failed)");
+    expect(error).toContain(`the rsync daemon said: rsync: [Receiver] chdir /mnt/${module} failed: Permission denied (13)`);
+    expect(error).toContain("set spec.transferIdentity");
+    expect(source.totalCreations("Pod")).toBe(1);
+  });
+
+  it("still retries a code 5 without a daemon refusal (the tunnel closed before the greeting)", async () => {
+    const { ctx, source, client } = await firstAttempt();
+    setPhase(
+      source,
+      "shop",
+      client,
+      "Failed",
+      failedWith(5, "rsync: did not see server greeting\nrsync error: error starting client-server protocol (code 5)"),
+    );
+    expect(await runRsyncOperations(ctx)).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 2 }] } });
+  });
+});

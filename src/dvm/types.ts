@@ -25,8 +25,12 @@ const dnsName = z
   .min(1)
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS-1123 name");
-/** A namespace's name is a DNS label: at most 63 characters. */
-const namespaceName = dnsName.max(63);
+/** A namespace's name is a DNS-1123 label: at most 63 characters and no dots (the API server refuses "a.b"). */
+const namespaceName = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label (a namespace name has no dots)");
 
 /**
  * How a phase function reaches a cluster. Absent: the host cluster (where the DVM lives) is used.

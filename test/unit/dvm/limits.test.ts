@@ -65,6 +65,22 @@ describe("the size of a DVM's spec", () => {
     ]);
   });
 
+  // A namespace with a dot passed both checks and then failed on every attempt at the API server (second
+  // audit, item 17): a namespace is a DNS label, in the parser and the CRD alike.
+  it("refuses a namespace with a dot, in the parser and the CRD's pattern", () => {
+    const dotted = parseDvmSpec({ persistentVolumeClaims: [pvc(0, { namespace: "shop.eu", targetNamespace: "shop.us" })] });
+    expect(dotted.ok ? [] : dotted.issues.map((i) => i.field).sort()).toEqual([
+      "spec.persistentVolumeClaims[0].namespace",
+      "spec.persistentVolumeClaims[0].targetNamespace",
+    ]);
+    const properties = specSchema.properties!.persistentVolumeClaims!.items!.properties!;
+    for (const field of ["namespace", "targetNamespace"] as const) {
+      const pattern = new RegExp((properties[field] as { pattern: string }).pattern);
+      expect(pattern.test("shop.eu"), field).toBe(false);
+      expect(pattern.test("shop-eu"), field).toBe(true);
+    }
+  });
+
   it("has the parser's bounds in the CRD, and a bound on every string and list of the spec", () => {
     const pvcs = specSchema.properties!.persistentVolumeClaims!;
     expect(pvcs.maxItems).toBe(MAX_PVCS_PER_DVM);

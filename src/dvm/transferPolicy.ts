@@ -34,6 +34,11 @@ export interface TransferPolicy {
    * The operator's alone: no field of a DVM sets or overrides it. Unset: the clients dial directly.
    */
   tcpProxy?: StunnelProxy;
+  /**
+   * Annotation keys a DVM may put on its transfer pods (spec.transferPodAnnotations): exact keys or
+   * "prefix*". Empty (the default): none, as an annotation can add a sidecar or loosen confinement.
+   */
+  podAnnotations: readonly string[];
 }
 
 /** Options that change only how this DVM's own data is copied, not where it goes or what runs. */
@@ -62,6 +67,7 @@ export const DEFAULT_TRANSFER_POLICY: TransferPolicy = {
   concurrentVolumes: 5,
   maxConcurrentVolumes: 50,
   extraOptions: DEFAULT_EXTRA_OPTIONS,
+  podAnnotations: [],
 };
 
 /** The resources of a transfer pod's rsync container, as the pod spec takes them. */
@@ -84,6 +90,9 @@ export interface TransferSettings {
   resources?: TransferResources;
   /** The operator's proxy (TransferPolicy.tcpProxy), as it is: never from the spec. */
   tcpProxy?: StunnelProxy;
+  /** spec.transferPodAnnotations, for the pod builders, which check them again against the allow-list. */
+  podAnnotations?: Record<string, string>;
+  allowedPodAnnotationKeys: readonly string[];
 }
 
 export interface TransferViolation {
@@ -153,7 +162,7 @@ function defaultsWithin(max: TransferPolicy["maxResources"]): TransferResources 
 }
 
 /** The settings of a DVM that passed transferViolations. */
-export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationType">, policy: TransferPolicy): TransferSettings {
+export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationType" | "transferPodAnnotations">, policy: TransferPolicy): TransferSettings {
   const options = spec.transfer ?? {};
   const bandwidth = options.bandwidthLimitKiBPerSecond ?? policy.maxBandwidthLimitKiBPerSecond;
   const asked = options.resources && (options.resources.requests || options.resources.limits) ? options.resources : undefined;
@@ -169,5 +178,7 @@ export function transferSettingsFor(spec: Pick<DvmSpec, "transfer" | "migrationT
     maxConcurrentVolumes: Math.min(options.maxConcurrentVolumes ?? policy.concurrentVolumes, policy.maxConcurrentVolumes),
     ...(resources ? { resources } : {}),
     ...(policy.tcpProxy ? { tcpProxy: policy.tcpProxy } : {}),
+    ...(spec.transferPodAnnotations ? { podAnnotations: { ...spec.transferPodAnnotations } } : {}),
+    allowedPodAnnotationKeys: policy.podAnnotations,
   };
 }

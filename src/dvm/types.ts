@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, fieldIssues } from "../issues";
+import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
@@ -134,8 +135,22 @@ export const DvmSpecSchema = z
         supplementalGroups: z.array(z.number().int().min(0)).optional(),
       })
       .optional(),
-    /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
-    transferPodAnnotations: z.record(z.string(), z.string()).optional(),
+    /**
+     * Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them): bounded
+     * here, and only keys on the operator's allow-list pass the policy (src/transfer/podAnnotations.ts).
+     */
+    transferPodAnnotations: z
+      .record(z.string(), z.string())
+      .superRefine((annotations, ctx) => {
+        const { maxCount, maxValueLength } = TRANSFER_POD_ANNOTATION_BOUNDS;
+        if (Object.keys(annotations).length > maxCount) ctx.addIssue({ code: "custom", message: `must have at most ${maxCount} annotations` });
+        for (const [key, value] of Object.entries(annotations)) {
+          const problem = annotationKeyProblem(key);
+          if (problem) ctx.addIssue({ code: "custom", path: [key], message: problem });
+          if (value.length > maxValueLength) ctx.addIssue({ code: "custom", path: [key], message: `must be at most ${maxValueLength} characters` });
+        }
+      })
+      .optional(),
     /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
     transfer: TransferOptionsSchema.optional(),
     /**

@@ -108,6 +108,7 @@ describe("the operator's transfer policy", () => {
       verify: false,
       extraOptions: [],
       maxConcurrentVolumes: 5,
+      allowedPodAnnotationKeys: [],
     });
     // The pods' default requests (400m CPU, 512Mi memory) are lowered to a smaller maximum.
     expect(transferSettingsFor(parsedSpec(undefined), { ...operator, maxResources: { cpu: "200m" } }).resources).toEqual({
@@ -162,6 +163,7 @@ describe("the operator's transfer settings in the environment", () => {
       maxConcurrentVolumes: 10,
       extraOptions: ["--inplace", "--timeout="],
       maxResources: { cpu: "2", memory: "2Gi" },
+      podAnnotations: [],
     });
     expect(parsePolicyEnv(policyEnv(policy))).toEqual(policy);
     expect(parsePolicyEnv({}).transfer).toEqual(DEFAULT_TRANSFER_POLICY);

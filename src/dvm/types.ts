@@ -160,6 +160,20 @@ export const DvmSpecSchema = z
     rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
   })
   .superRefine((spec, ctx) => {
+    // A source listed twice would share its transfer objects and progress record with itself: one of the
+    // two would be skipped silently and the migration still reported as a success.
+    const firstIndex = new Map<string, number>();
+    spec.persistentVolumeClaims.forEach((pvc, i) => {
+      const source = `${pvc.namespace}/${pvc.name}`;
+      const first = firstIndex.get(source);
+      if (first === undefined) firstIndex.set(source, i);
+      else
+        ctx.addIssue({
+          code: "custom",
+          path: ["persistentVolumeClaims", i],
+          message: `lists the source PVC ${source} again, as spec.persistentVolumeClaims[${first}] does: list each source once`,
+        });
+    });
     // The cut-over is the last pass: the destination must end up equal to the source, deletions included.
     if (spec.migrationType === "CutOver" && spec.transfer?.delete === false)
       ctx.addIssue({

@@ -112,6 +112,9 @@ export function unreachableCluster(name: string): Cluster {
     },
     list: async () => [],
     delete: async () => "absent",
+    patchAnnotations: async () => {
+      throw new Error(`${name} cluster is not reachable`);
+    },
     patchStatus: async () => {},
     podLogs: async () => "",
     serves: async () => false,

@@ -6,6 +6,7 @@ import { CONDITION } from "../dvm/conditions";
 import type { Cluster } from "../kube/cluster";
 import { KINDS, type KubeObject } from "../kube/objects";
 import { LABEL, transferNames, transferSelector } from "./names";
+import { releasePvcs } from "./pvcUse";
 import { runningSince } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { uniqueNamespaces } from "./volumes";
@@ -66,6 +67,8 @@ async function deleteAll(ctx: PhaseContext): Promise<number> {
 export function deleteTransferResources(options: { progressRecords: boolean }): PhaseBody {
   return async (ctx) => {
     const deleted = await deleteAll(ctx);
+    // The transfer is over (or never ran): the volumes are free for another migration.
+    await releasePvcs(ctx);
     if (options.progressRecords && ctx.spec.deleteProgressReportingCRs) {
       for (const record of await ctx.clusters.host.list(KINDS.DirectVolumeMigrationProgress, ctx.dvm.namespace, { [LABEL.dvmUid]: ctx.dvm.uid })) {
         await ctx.clusters.host.delete({ ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: record.metadata.name });

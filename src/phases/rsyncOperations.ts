@@ -200,7 +200,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       await source.ensure(next);
       // Only once the next attempt exists: the newest pod always records how far the retries got.
       for (const old of pods.filter((p) => attemptOf(p) <= attempt))
-        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name });
+        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name }, old.metadata.uid ? { uid: old.metadata.uid } : {});
       ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
       return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
     }

@@ -22,10 +22,12 @@ export const TRANSFER_POD_SELECTOR = `${LABEL.dvmUid},${LABEL.transfer}=true`;
 
 /**
  * DVMs per list page. A DVM is bounded only by etcd's object limit (about 1.5 MiB: labels and annotations
- * are the tenant's), so 25 of them keep one page's response and its parse to some tens of MiB, well
- * inside the relay's 256 Mi, however large the DVMs are.
+ * are the tenant's), and a page's response, its text and its parse are held at once, so a page is kept
+ * small; 1,000 small DVMs cost 100 requests. Measured (bench/relayMemory.ts, docs/security.md): a fresh
+ * relay listing 200 DVMs of 1 MiB still peaks above the Deployment's 256 Mi, so this bounds what is
+ * kept, not yet the peak of a list.
  */
-export const DVM_PAGE_SIZE = 25;
+export const DVM_PAGE_SIZE = 10;
 
 interface ListBody {
   items?: unknown[];

@@ -14,7 +14,12 @@ export interface FieldIssue {
  * with an empty root persistentVolumeClaims[0]. An empty path names the root itself.
  */
 export function fieldPath(root: string, path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, part) => (typeof part === "number" ? `${acc}[${part}]` : acc ? `${acc}.${String(part)}` : String(part)), root);
+  return path.reduce<string>((acc, part) => {
+    if (typeof part === "number") return `${acc}[${part}]`;
+    // A map's key that is no identifier (an annotation key) reads as spec.transferPodAnnotations["a.b/c"].
+    if (acc && !/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(String(part))) return `${acc}[${JSON.stringify(String(part))}]`;
+    return acc ? `${acc}.${String(part)}` : String(part);
+  }, root);
 }
 
 /**

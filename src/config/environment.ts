@@ -50,6 +50,7 @@ export const ENV = {
   rsyncExtraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
   transferMaxCpu: "DVM_TRANSFER_MAX_CPU",
   transferMaxMemory: "DVM_TRANSFER_MAX_MEMORY",
+  transferPodAnnotations: "DVM_TRANSFER_POD_ANNOTATIONS",
   // The HTTP CONNECT proxy the stunnel clients tunnel through (upstream's STUNNEL_TCP_PROXY); a DVM cannot set it.
   stunnelTcpProxy: "DVM_STUNNEL_TCP_PROXY",
   // The proxy of client Secrets outside the admin namespaces, which tenants can read (src/dvm/proxyPolicy.ts).

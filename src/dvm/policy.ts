@@ -4,11 +4,13 @@
  * create a DVM can do no more through the controller than they could do themselves.
  *   - Outside an admin namespace a DVM names PVCs (source and target) and kubeconfig Secrets in its own
  *     namespace only, and may not ask for runAsRoot.
- *   - Everywhere, the transfer image is the operator's default or one the operator allowed, and
- *     spec.transfer stays within the operator's transfer policy (src/dvm/transferPolicy.ts).
+ *   - Everywhere, the transfer image is the operator's default or one the operator allowed,
+ *     spec.transfer stays within the operator's transfer policy (src/dvm/transferPolicy.ts), and the
+ *     transfer pods' annotations are on the operator's allow-list (src/transfer/podAnnotations.ts).
  * A refusal names the field and the rule; it reads the same whether or not the referenced object exists.
  */
 import { allowList } from "../allowList";
+import { annotationField, refusedAnnotationKeys } from "../transfer/podAnnotations";
 import { DEFAULT_TRANSFER_IMAGE } from "../transfer/pods";
 import { proxyViolations } from "./proxyPolicy";
 import { DEFAULT_TRANSFER_POLICY, type TransferPolicy, transferViolations } from "./transferPolicy";
@@ -68,6 +70,9 @@ export function policyViolations(dvmNamespace: string, spec: DvmSpec, policy: Mi
   violations.push(...transferViolations(spec.transfer, policy.transfer));
   // Before any pod: a client Secret outside the admin namespaces never gets the operator's proxy credential.
   violations.push(...proxyViolations(spec, policy.transfer, (namespace) => isAdminNamespace(namespace, policy)));
+  for (const key of refusedAnnotationKeys(spec.transferPodAnnotations, policy.transfer.podAnnotations)) {
+    violations.push({ field: annotationField(key), message: "is not on the operator's allow-list of transfer pod annotations" });
+  }
   return violations;
 }
 

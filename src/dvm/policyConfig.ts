@@ -20,6 +20,8 @@
  *   DVM_RSYNC_EXTRA_OPTIONS     comma-separated "--name" / "--name=" a DVM may add. Set but empty: none.
  *   DVM_TRANSFER_MAX_CPU, DVM_TRANSFER_MAX_MEMORY
  *                               the most any request or limit of a transfer pod's rsync may be. Unset: none.
+ *   DVM_TRANSFER_POD_ANNOTATIONS comma-separated annotation keys (or "prefix*") a DVM may put on its
+ *                               transfer pods. Unset or empty: none.
  *   DVM_STUNNEL_TCP_PROXY       "http://host:port" or "http://user:password@host:port": the HTTP CONNECT
  *                               proxy the stunnel clients tunnel through. Unset: they dial directly.
  *                               A secret when it has credentials: no message here ever repeats it, and
@@ -33,6 +35,7 @@ import { parseAllowList } from "../allowList";
 import { ENV, type Environment, parseEnvironment } from "../config/environment";
 import { ConfigurationError } from "../config/error";
 import { configValue, hostName, TransferConfigError } from "../transfer/configText";
+import { annotationKeyProblem } from "../transfer/podAnnotations";
 import { ProxyCredentials, type StunnelProxy } from "../transfer/stunnel";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "./policy";
 import { QUANTITY_PATTERN } from "./quantity";
@@ -54,6 +57,7 @@ export const POLICY_ENV = {
   extraOptions: ENV.rsyncExtraOptions,
   maxCpu: ENV.transferMaxCpu,
   maxMemory: ENV.transferMaxMemory,
+  podAnnotations: ENV.transferPodAnnotations,
   tcpProxy: ENV.stunnelTcpProxy,
   tenantTcpProxy: ENV.stunnelTcpProxyTenant,
 } as const;
@@ -96,6 +100,15 @@ const positiveInteger = z.preprocess(
 const quantitySetting = z.preprocess(unsetIfBlank, z.string().regex(QUANTITY_PATTERN, 'must be a quantity such as "2" or "4Gi"').optional());
 const extraOptionEntry = z.string().superRefine((entry, ctx) => {
   const problem = extraOptionEntryProblem(entry);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+/** An exact annotation key, or "prefix*" ("example.com/*"). */
+const annotationEntry = z.string().superRefine((entry, ctx) => {
+  const problem = entry.endsWith("*")
+    ? /^[A-Za-z0-9][-A-Za-z0-9_./]*\*$/.test(entry)
+      ? undefined
+      : 'must be an annotation key or a "prefix*"'
+    : annotationKeyProblem(entry);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 const PROXY_FORM = '"http://host:port" or "http://user:password@host:port"';
@@ -189,6 +202,7 @@ export const POLICY_ENV_SHAPE = {
   [POLICY_ENV.extraOptions]: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
   [POLICY_ENV.maxCpu]: quantitySetting,
   [POLICY_ENV.maxMemory]: quantitySetting,
+  [POLICY_ENV.podAnnotations]: listOf(annotationEntry).default([...transferDefaults.podAnnotations]),
   [POLICY_ENV.tcpProxy]: proxySetting,
   [POLICY_ENV.tenantTcpProxy]: proxySetting,
 };
@@ -224,6 +238,7 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
       : {}),
     ...(tcpProxy !== undefined ? { tcpProxy } : {}),
     ...(tenantTcpProxy !== undefined ? { tenantTcpProxy } : {}),
+    podAnnotations: e[POLICY_ENV.podAnnotations],
   };
 }
 
@@ -257,6 +272,7 @@ export function policyEnv(policy: MigrationPolicy): Record<string, string> {
     [POLICY_ENV.maxConcurrentVolumes]: String(transfer.maxConcurrentVolumes),
     [POLICY_ENV.maxVolumesPerServerPod]: String(transfer.maxVolumesPerServerPod),
     [POLICY_ENV.extraOptions]: transfer.extraOptions.join(","),
+    [POLICY_ENV.podAnnotations]: transfer.podAnnotations.join(","),
     ...(transfer.maxBandwidthLimitKiBPerSecond !== undefined ? { [POLICY_ENV.maxBandwidth]: String(transfer.maxBandwidthLimitKiBPerSecond) } : {}),
     ...(transfer.maxResources?.cpu !== undefined ? { [POLICY_ENV.maxCpu]: transfer.maxResources.cpu } : {}),
     ...(transfer.maxResources?.memory !== undefined ? { [POLICY_ENV.maxMemory]: transfer.maxResources.memory } : {}),

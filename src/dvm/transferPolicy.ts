@@ -44,6 +44,11 @@ export interface TransferPolicy {
   tcpProxy?: StunnelProxy;
   /** The proxy of client Secrets outside the admin namespaces (DVM_STUNNEL_TCP_PROXY_TENANT): tenants can read it. */
   tenantTcpProxy?: StunnelProxy;
+  /**
+   * Annotation keys a DVM may put on its transfer pods (spec.transferPodAnnotations): exact keys or
+   * "prefix*". Empty (the default): none, as an annotation can add a sidecar or loosen confinement.
+   */
+  podAnnotations: readonly string[];
 }
 
 /** Options that change only how this DVM's own data is copied, not where it goes or what runs. */
@@ -73,6 +78,7 @@ export const DEFAULT_TRANSFER_POLICY: TransferPolicy = {
   maxConcurrentVolumes: 50,
   maxVolumesPerServerPod: 16,
   extraOptions: DEFAULT_EXTRA_OPTIONS,
+  podAnnotations: [],
 };
 
 /** The resources of a transfer pod's rsync container, as the pod spec takes them. */
@@ -100,6 +106,9 @@ export interface TransferSettings {
    * tenantTcpProxy, src/dvm/proxyPolicy.ts): never from the spec.
    */
   tcpProxyFor(sourceNamespace: string): ClientProxy;
+  /** spec.transferPodAnnotations, for the pod builders, which check them again against the allow-list. */
+  podAnnotations?: Record<string, string>;
+  allowedPodAnnotationKeys: readonly string[];
 }
 
 export interface TransferViolation {
@@ -173,7 +182,7 @@ function defaultsWithin(max: TransferPolicy["maxResources"]): TransferResources 
  * namespace's client Secrets get; unset, none is an admin namespace (the operator's credential goes nowhere).
  */
 export function transferSettingsFor(
-  spec: Pick<DvmSpec, "transfer" | "migrationType">,
+  spec: Pick<DvmSpec, "transfer" | "migrationType" | "transferPodAnnotations">,
   policy: TransferPolicy,
   isAdminNamespace: (namespace: string) => boolean = () => false,
 ): TransferSettings {
@@ -193,5 +202,7 @@ export function transferSettingsFor(
     maxVolumesPerServerPod: policy.maxVolumesPerServerPod,
     ...(resources ? { resources } : {}),
     tcpProxyFor: (sourceNamespace) => clientProxyFor(policy, isAdminNamespace(sourceNamespace)),
+    ...(spec.transferPodAnnotations ? { podAnnotations: { ...spec.transferPodAnnotations } } : {}),
+    allowedPodAnnotationKeys: policy.podAnnotations,
   };
 }

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, fieldIssues } from "../issues";
+import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
 import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM } from "./limits";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
@@ -143,8 +144,22 @@ export const DvmSpecSchema = z
         supplementalGroups: z.array(z.number().int().min(0)).max(32).optional(),
       })
       .optional(),
-    /** Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). */
-    transferPodAnnotations: z.record(z.string(), z.string()).optional(),
+    /**
+     * Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them): bounded
+     * here, and only keys on the operator's allow-list pass the policy (src/transfer/podAnnotations.ts).
+     */
+    transferPodAnnotations: z
+      .record(z.string(), z.string())
+      .superRefine((annotations, ctx) => {
+        const { maxCount, maxValueLength } = TRANSFER_POD_ANNOTATION_BOUNDS;
+        if (Object.keys(annotations).length > maxCount) ctx.addIssue({ code: "custom", message: `must have at most ${maxCount} annotations` });
+        for (const [key, value] of Object.entries(annotations)) {
+          const problem = annotationKeyProblem(key);
+          if (problem) ctx.addIssue({ code: "custom", path: [key], message: problem });
+          if (value.length > maxValueLength) ctx.addIssue({ code: "custom", path: [key], message: `must be at most ${maxValueLength} characters` });
+        }
+      })
+      .optional(),
     /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
     transfer: TransferOptionsSchema.optional(),
     /**
@@ -154,6 +169,20 @@ export const DvmSpecSchema = z
     rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
   })
   .superRefine((spec, ctx) => {
+    // A source listed twice would share its transfer objects and progress record with itself: one of the
+    // two would be skipped silently and the migration still reported as a success.
+    const firstIndex = new Map<string, number>();
+    spec.persistentVolumeClaims.forEach((pvc, i) => {
+      const source = `${pvc.namespace}/${pvc.name}`;
+      const first = firstIndex.get(source);
+      if (first === undefined) firstIndex.set(source, i);
+      else
+        ctx.addIssue({
+          code: "custom",
+          path: ["persistentVolumeClaims", i],
+          message: `lists the source PVC ${source} again, as spec.persistentVolumeClaims[${first}] does: list each source once`,
+        });
+    });
     // The cut-over is the last pass: the destination must end up equal to the source, deletions included.
     if (spec.migrationType === "CutOver" && spec.transfer?.delete === false)
       ctx.addIssue({

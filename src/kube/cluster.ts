@@ -22,8 +22,16 @@ export interface Cluster {
     namespace: string | undefined,
     labels: Record<string, string>,
   ): Promise<T[]>;
-  /** Deleting an object that is already gone is not an error. */
-  delete(ref: ObjectRef): Promise<"deleted" | "absent">;
+  /**
+   * Deleting an object that is already gone is not an error. With `uid`, only that object is deleted
+   * (preconditions.uid): another object of the same name is left alone ("replaced").
+   */
+  delete(ref: ObjectRef, options?: { uid?: string }): Promise<"deleted" | "absent" | "replaced">;
+  /**
+   * Merge-patch metadata.annotations (null removes a key), guarded by `resourceVersion`: a KubeApiError
+   * with isConflict when the object changed since it was read.
+   */
+  patchAnnotations<T extends KubeObject = KubeObject>(ref: ObjectRef, annotations: Record<string, string | null>, resourceVersion: string): Promise<T>;
   /** Merge-patch the status subresource (no resourceVersion guard: used for monotonic progress only). */
   patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void>;
   podLogs(namespace: string, name: string, container: string, tailLines: number): Promise<string>;

@@ -99,7 +99,7 @@ export class KubeCluster implements Cluster {
     return result.items.map((item) => ({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }));
   }
 
-  async delete(ref: ObjectRef): Promise<"deleted" | "absent"> {
+  async delete(ref: ObjectRef, options: { uid?: string } = {}): Promise<"deleted" | "absent" | "replaced"> {
     const action = `${this.name}: delete ${describe(ref)}`;
     try {
       const info = await this.resource(ref);
@@ -108,6 +108,7 @@ export class KubeCluster implements Cluster {
           method: "DELETE",
           path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name),
           query: { propagationPolicy: "Background" },
+          ...(options.uid ? { body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid: options.uid } } } : {}),
         },
         action,
       );
@@ -115,8 +116,23 @@ export class KubeCluster implements Cluster {
     } catch (error) {
       const e = toKubeApiError(error, action);
       if (e.isNotFound) return "absent";
+      // The precondition failed: the name now belongs to another object.
+      if (options.uid && e.isConflict) return "replaced";
       throw e;
     }
+  }
+
+  async patchAnnotations<T extends KubeObject = KubeObject>(ref: ObjectRef, annotations: Record<string, string | null>, resourceVersion: string): Promise<T> {
+    const info = await this.resource(ref);
+    return await this.rest.request<T>(
+      {
+        method: "PATCH",
+        path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name),
+        body: { metadata: { resourceVersion, annotations } },
+        contentType: MERGE_PATCH,
+      },
+      `${this.name}: annotate ${describe(ref)}`,
+    );
   }
 
   async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {

@@ -126,6 +126,9 @@ export function unreachableCluster(name: string): Cluster {
     },
     list: async () => [],
     delete: async () => "absent",
+    patchAnnotations: async () => {
+      throw new Error(`${name} cluster is not reachable`);
+    },
     patchStatus: async () => {},
     podLogs: async () => "",
     serves: async () => false,

@@ -1,17 +1,26 @@
 /**
  * Deleting this DVM's transient transfer objects, and waiting until they are gone. Selection is by this
  * DVM's uid plus the transfer label: another migration's objects and the migrated data are never touched.
+ * Labels are not proof of ownership (whoever may create objects in a namespace may copy them, and in an
+ * admin DVM the uid is visible to tenants on the destination PVC), so:
+ *   - only objects under a name this DVM gives its objects (dvm-<short uid>-...) are deleted or waited for;
+ *   - each is deleted with its uid as a precondition, so an object that replaced it is left alone;
+ *   - an object held by finalizers past FOREIGN_FINALIZER_GRACE_MS after its deletion is not waited for:
+ *     the wait ends with a warning that names it, instead of never.
  */
 import { CONDITION } from "../dvm/conditions";
 import type { Cluster } from "../kube/cluster";
 import { KINDS, type KubeObject } from "../kube/objects";
-import { LABEL, transferNames, transferSelector } from "./names";
+import { dvmShortId, LABEL, transferNames, transferSelector } from "./names";
+import { releasePvcs } from "./pvcUse";
 import { runningSince } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { uniqueNamespaces } from "./volumes";
 
 const TRANSFER_KINDS = [KINDS.Pod, KINDS.Service, KINDS.Secret, KINDS.ConfigMap, KINDS.Route];
 const WARN_AFTER_MS = 3 * 60_000;
+/** How long a deleted transfer object's finalizers (none of them the controller's) are waited for. */
+export const FOREIGN_FINALIZER_GRACE_MS = 5 * 60_000;
 
 interface Scope {
   cluster: Cluster;
@@ -39,11 +48,14 @@ interface Found {
 
 async function transferObjects(ctx: PhaseContext): Promise<Found[]> {
   const found: Found[] = [];
+  const ownNamePrefix = `dvm-${dvmShortId(ctx.dvm)}-`;
   for (const { cluster, namespaces } of scopes(ctx)) {
     const kinds = (await cluster.serves(KINDS.Route)) ? TRANSFER_KINDS : TRANSFER_KINDS.filter((k) => k !== KINDS.Route);
     for (const namespace of namespaces) {
       for (const kind of kinds) {
-        for (const object of await cluster.list(kind, namespace, transferSelector(ctx.dvm))) found.push({ cluster, kind, object });
+        for (const object of await cluster.list(kind, namespace, transferSelector(ctx.dvm))) {
+          if (object.metadata.name.startsWith(ownNamePrefix)) found.push({ cluster, kind, object });
+        }
       }
     }
   }
@@ -52,8 +64,8 @@ async function transferObjects(ctx: PhaseContext): Promise<Found[]> {
 
 async function deleteAll(ctx: PhaseContext): Promise<number> {
   let deleted = 0;
-  for (const { cluster, kind, object } of await transferObjects(ctx)) {
-    if ((await cluster.delete({ ...kind, namespace: object.metadata.namespace, name: object.metadata.name })) === "deleted") deleted++;
+  for (const found of await transferObjects(ctx)) {
+    if ((await deleteFound(found)) === "deleted") deleted++;
   }
   const names = transferNames(ctx.dvm);
   for (const secret of [names.credentialsSecret, names.pkiSecret]) {
@@ -62,10 +74,24 @@ async function deleteAll(ctx: PhaseContext): Promise<number> {
   return deleted;
 }
 
+/** Deletes exactly the object that was listed: one that replaced it under its name stays. */
+function deleteFound({ cluster, kind, object }: Found) {
+  const ref = { ...kind, namespace: object.metadata.namespace, name: object.metadata.name };
+  return cluster.delete(ref, object.metadata.uid ? { uid: object.metadata.uid } : {});
+}
+
+/** Deleted, and its finalizers have held it for longer than the grace: not the controller's to wait for. */
+function heldByForeignFinalizers(object: KubeObject, now: number): boolean {
+  const deletedAt = object.metadata.deletionTimestamp ? Date.parse(object.metadata.deletionTimestamp) : NaN;
+  return (object.metadata.finalizers?.length ?? 0) > 0 && Number.isFinite(deletedAt) && now - deletedAt > FOREIGN_FINALIZER_GRACE_MS;
+}
+
 /** Deletes transfer objects; also progress records when spec.deleteProgressReportingCRs is set. */
 export function deleteTransferResources(options: { progressRecords: boolean }): PhaseBody {
   return async (ctx) => {
     const deleted = await deleteAll(ctx);
+    // The transfer is over (or never ran): the volumes are free for another migration.
+    await releasePvcs(ctx);
     if (options.progressRecords && ctx.spec.deleteProgressReportingCRs) {
       for (const record of await ctx.clusters.host.list(KINDS.DirectVolumeMigrationProgress, ctx.dvm.namespace, { [LABEL.dvmUid]: ctx.dvm.uid })) {
         await ctx.clusters.host.delete({ ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: record.metadata.name });
@@ -77,8 +103,31 @@ export function deleteTransferResources(options: { progressRecords: boolean }): 
 }
 
 export const waitForTransferResourcesGone: PhaseBody = async (ctx) => {
-  const left = await transferObjects(ctx);
-  if (left.length === 0) return advance();
+  const found = await transferObjects(ctx);
+  const now = ctx.clock.now();
+  const stuck = found.filter(({ object }) => heldByForeignFinalizers(object, now));
+  const left = found.filter((f) => !stuck.includes(f));
+  // One that appeared under a transfer name after the deletion (not deleting yet) is deleted too.
+  for (const f of left) if (!f.object.metadata.deletionTimestamp) await deleteFound(f);
+  if (left.length === 0) {
+    if (stuck.length === 0) return advance();
+    const held = stuck.map(
+      ({ kind, object }) => `${kind.kind} ${object.metadata.namespace}/${object.metadata.name} (finalizers ${object.metadata.finalizers!.join(", ")})`,
+    );
+    ctx.log.warn("transfer objects held by finalizers left behind", { objects: held.slice(0, 10) });
+    return {
+      kind: "advance",
+      warnings: [
+        {
+          type: CONDITION.RsyncTransferPodsPending,
+          status: "True",
+          category: "Warn",
+          reason: "ResourcesLeftBehind",
+          message: `Left behind, held by finalizers the controller does not own for more than ${FOREIGN_FINALIZER_GRACE_MS / 60_000} minutes after deletion: ${held.slice(0, 10).join("; ")}`,
+        },
+      ],
+    };
+  }
   const names = left.map(({ kind, object }) => `${kind.kind} ${object.metadata.namespace}/${object.metadata.name}`);
   const waited = ctx.clock.now() - runningSince(ctx.status, ctx.clock);
   return wait(`${left.length} transfer resources still terminating`, {

@@ -5,8 +5,9 @@
 import type { TargetSize } from "../dvm/types";
 import { KINDS, type PvcObject, refOf } from "../kube/objects";
 import { LABEL, PART_OF } from "./names";
+import { IN_USE_BY, inUseValue, markPvcsInUse } from "./pvcUse";
 import { deleteUsagePod, measureUsage, targetSizeRecord } from "./targetSizing";
-import { advance, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, wait } from "./types";
+import { advance, type DvmIdentity, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, wait } from "./types";
 import { formatPvc, specField, type VolumePair } from "./volumes";
 
 /** Upstream's sizing rule: the larger of the request and the bound capacity. */
@@ -25,7 +26,7 @@ export function quantityBytes(quantity: string): number {
   return match && factor !== undefined ? Number(match[1]) * factor : NaN;
 }
 
-export function destinationPvc(pair: VolumePair, source: PvcObject, dvmUid: string, rightSized?: string): PvcObject {
+export function destinationPvc(pair: VolumePair, source: PvcObject, dvm: DvmIdentity, rightSized?: string): PvcObject {
   const size = rightSized ?? requestedSize(source);
   return {
     ...KINDS.PersistentVolumeClaim,
@@ -33,7 +34,9 @@ export function destinationPvc(pair: VolumePair, source: PvcObject, dvmUid: stri
       name: pair.to.name,
       namespace: pair.to.namespace,
       // Not the transfer label: cleanup must never select migrated data.
-      labels: { ...(source.metadata.labels ?? {}), [LABEL.partOf]: PART_OF, [LABEL.dvmUid]: dvmUid },
+      labels: { ...(source.metadata.labels ?? {}), [LABEL.partOf]: PART_OF, [LABEL.dvmUid]: dvm.uid },
+      // Created in use by this DVM: no other can write into it until this one gives it back (pvcUse.ts).
+      annotations: { [IN_USE_BY]: inUseValue(dvm) },
     },
     spec: {
       storageClassName: pair.targetStorageClass,
@@ -53,14 +56,20 @@ export const createDestinationPVCs: PhaseBody = async (ctx) => {
       throw new MigrationInputError([`${specField(pair, "name")}: PersistentVolumeClaim ${formatPvc(pair.from)} not found on the ${source.name} cluster`]);
     originals.set(pair, original);
   }
+  // One migration at a time per volume: the sources and the destinations that exist, before any is touched.
+  const inUse = await markPvcsInUse(ctx, ["source", "destination"]);
+  if (inUse.length > 0) return { kind: "fail", category: "Critical", errors: inUse };
   const sized = ctx.spec.rightSizeTargets ? await rightSized(ctx, originals) : { sizes: [] };
   if ("outcome" in sized) return sized.outcome;
   for (const pair of ctx.volumes) {
     const size = sized.sizes.find((s) => s.pvcReference.namespace === pair.to.namespace && s.pvcReference.name === pair.to.name)?.requested;
-    const { created } = await destination.ensure(destinationPvc(pair, originals.get(pair)!, ctx.dvm.uid, size));
+    const { created } = await destination.ensure(destinationPvc(pair, originals.get(pair)!, ctx.dvm, size));
     ctx.log.info(created ? "destination PVC created" : "destination PVC exists", { pvc: formatPvc(pair.to), ...(size ? { size } : {}) });
     if (ctx.spec.rightSizeTargets) await deleteUsagePod(ctx, pair);
   }
+  // A destination another DVM created in the meantime was adopted: its mark decides.
+  const raced = await markPvcsInUse(ctx, ["destination"]);
+  if (raced.length > 0) return { kind: "fail", category: "Critical", errors: raced };
   return sized.sizes.length > 0 ? advance({ targetSizes: sized.sizes }) : advance();
 };
 

@@ -91,7 +91,8 @@ export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt:
     name: clientPodName(ctx.dvm, pair, attempt),
     namespace: pair.from.namespace,
     labels: { ...transferLabels(ctx.dvm, CLIENT_ROLE), [LABEL.volume]: pair.id, [LABEL.attempt]: String(attempt) },
-    ...(ctx.spec.transferPodAnnotations ? { annotations: ctx.spec.transferPodAnnotations } : {}),
+    ...(ctx.transfer.podAnnotations ? { annotations: ctx.transfer.podAnnotations } : {}),
+    allowedAnnotationKeys: ctx.transfer.allowedPodAnnotationKeys,
     image: ctx.transferImage,
     ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
     configSecretName: clientSecretName(ctx, pair),
@@ -216,7 +217,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       await source.ensure(next);
       // Only once the next attempt exists: the newest pod always records how far the retries got.
       for (const old of pods.filter((p) => attemptOf(p) <= attempt))
-        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name });
+        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name }, old.metadata.uid ? { uid: old.metadata.uid } : {});
       ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
       return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
     }

@@ -1,13 +1,15 @@
 /**
- * The collections the relay watches: where they are (watch paths) and how to list them. DVMs are
- * listed in full, because the list is the relay's index after a start or an expired resourceVersion.
- * Owned objects (pods, progress records) only need a starting resourceVersion: a limit-1 list gives
+ * The collections the relay watches: where they are (watch paths) and how to list them. Every DVM is
+ * listed, because the list is the relay's index after a start or an expired resourceVersion; but only
+ * a page at a time, each cut down to what the relay reads (dvmProjection) as it arrives, so the memory
+ * of a list is bounded by one page of full objects plus a small record per DVM. Owned objects (pods, progress records) only need a starting resourceVersion: a limit-1 list gives
  * the current one without reading the collection.
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { DVM_GROUP, DVM_PLURAL, DVM_VERSION, DVMP_PLURAL } from "../dvm/types";
 import { LABEL } from "../phases/names";
 import type { ListResult } from "./listWatch";
+import { dvmProjection } from "./observed";
 
 /** Only objects a migration created carry the uid label; the selector asks for its presence. */
 export const OWNED_SELECTOR = LABEL.dvmUid;
@@ -18,7 +20,14 @@ export const OWNED_SELECTOR = LABEL.dvmUid;
  */
 export const TRANSFER_POD_SELECTOR = `${LABEL.dvmUid},${LABEL.transfer}=true`;
 
-const PAGE_SIZE = 500;
+/**
+ * DVMs per list page. A DVM is bounded only by etcd's object limit (about 1.5 MiB: labels and annotations
+ * are the tenant's), and a page's response, its text and its parse are held at once, so a page is kept
+ * small; 1,000 small DVMs cost 100 requests. Measured (bench/relayMemory.ts, docs/security.md): a fresh
+ * relay listing 200 DVMs of 1 MiB still peaks above the Deployment's 256 Mi, so this bounds what is
+ * kept, not yet the peak of a list.
+ */
+export const DVM_PAGE_SIZE = 10;
 
 interface ListBody {
   items?: unknown[];
@@ -62,8 +71,8 @@ export function dvmLister(kubeConfig: KubeConfig, namespace: string | undefined)
     const items: unknown[] = [];
     let token: string | undefined;
     for (;;) {
-      const body = await listCustom(kubeConfig, DVM_PLURAL, namespace, { limit: PAGE_SIZE, ...(token ? { _continue: token } : {}) });
-      items.push(...(body.items ?? []));
+      const body = await listCustom(kubeConfig, DVM_PLURAL, namespace, { limit: DVM_PAGE_SIZE, ...(token ? { _continue: token } : {}) });
+      for (const item of body.items ?? []) items.push(dvmProjection(item));
       token = body.metadata?.continue || undefined;
       // The resourceVersion of a paginated list is the one of its first page (a consistent snapshot).
       if (!token) return resultOf(body, items);

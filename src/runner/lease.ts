@@ -214,9 +214,13 @@ export function fencedCluster(cluster: Cluster, stopped: () => Error | undefined
       check();
       return cluster.list<T>(kind, namespace, labels);
     },
-    delete(ref: ObjectRef) {
+    delete(ref: ObjectRef, options?: { uid?: string }) {
       check();
-      return cluster.delete(ref);
+      return cluster.delete(ref, options);
+    },
+    patchAnnotations<T extends KubeObject = KubeObject>(ref: ObjectRef, annotations: Record<string, string | null>, resourceVersion: string) {
+      check();
+      return cluster.patchAnnotations<T>(ref, annotations, resourceVersion);
     },
     patchStatus(ref: ObjectRef, status: Record<string, unknown>) {
       check();

@@ -23,6 +23,7 @@ import type {
 } from "@kubernetes/client-node";
 import { shellQuote as quote, TransferConfigError } from "./configText";
 import { blockDevicePath, configFile, doneFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
+import { annotationField, refusedAnnotationKeys } from "./podAnnotations";
 import { clientScript, RSYNC_PASSWORD_ENV, type RsyncClientOptions, rsyncClientArgs } from "./rsyncClient";
 import { moduleNameFor } from "./rsyncd";
 import { type PvcRef, type ServedPvc, STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT } from "./secrets";
@@ -81,6 +82,8 @@ export interface TransferPodOptions {
   namespace: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** The operator's allow-list of annotation keys (exact or "prefix*"); a key beyond it is refused. Default: none. */
+  allowedAnnotationKeys?: readonly string[];
   /** Default DEFAULT_TRANSFER_IMAGE; the phases pass the one the migration policy chose. */
   image?: string;
   imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
@@ -338,6 +341,9 @@ export function transferSecret(options: { name: string; namespace: string; label
 }
 
 function pod(options: TransferPodOptions, spec: Pick<V1PodSpec, "containers" | "volumes" | "restartPolicy">): TransferPod {
+  // The policy refused these before any phase ran; the builder refuses again, so no path skips the check.
+  const refused = refusedAnnotationKeys(options.annotations, options.allowedAnnotationKeys ?? []);
+  if (refused.length > 0) throw new TransferConfigError(annotationField(refused[0]!), "is not on the operator's allow-list of transfer pod annotations");
   const identity = options.identity ?? {};
   const podSecurity: V1PodSecurityContext = {
     // Root pods: the containers decide (rsync as 0, stunnel as 0 without capabilities).

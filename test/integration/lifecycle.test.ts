@@ -75,6 +75,23 @@ describe("a DVM's lifecycle through the API server", () => {
     const after = await readDvm(clusters.source, fixture.dvmNamespace, "lc-immutable");
     expect(after.metadata.generation).toBe(created.metadata.generation);
     expect((after.spec as { backOffLimit: number }).backOffLimit).toBe(3);
+    // It runs on the fixture's PVCs: one migration at a time per volume, so it makes way for the next test.
+    await api.deleteNamespacedCustomObject({
+      group: DVM_GROUP,
+      version: DVM_VERSION,
+      namespace: fixture.dvmNamespace,
+      plural: DVM_PLURAL,
+      name: "lc-immutable",
+    });
+    await until(
+      "lc-immutable to disappear",
+      () =>
+        readDvm(clusters.source, fixture.dvmNamespace, "lc-immutable").then(
+          () => "present",
+          (error: { code?: number }) => (error.code === 404 ? "gone" : Promise.reject(error)),
+        ),
+      (state) => state === "gone",
+    );
   });
 
   it("on a DELETE mid-transfer stops the migration and removes its transfer objects from both clusters, then the DVM goes", async () => {

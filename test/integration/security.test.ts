@@ -263,6 +263,23 @@ describe("a transfer image", () => {
   });
 });
 
+describe("transfer pod annotations", () => {
+  it("outside the operator's allow-list are refused (a sidecar injector's, AppArmor's), in an admin namespace too", async () => {
+    const dvm = await migrate(ADMIN, "annotations", {
+      destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
+      persistentVolumeClaims: [pvc(ADMIN)],
+      transferPodAnnotations: {
+        "sidecar.istio.io/inject": "true",
+        "container.apparmor.security.beta.kubernetes.io/rsync": "unconfined",
+      },
+    });
+    await expectRefused(dvm, [
+      'spec.transferPodAnnotations["sidecar.istio.io/inject"]: is not on the operator\'s allow-list of transfer pod annotations',
+      'spec.transferPodAnnotations["container.apparmor.security.beta.kubernetes.io/rsync"]: is not on the operator\'s allow-list',
+    ]);
+  });
+});
+
 describe("a DVM in an admin namespace", () => {
   it("migrates PVCs of other namespaces as root, with another namespace's Secret and an allowed image", async () => {
     const watched: string[] = [];

@@ -3,6 +3,7 @@
  * tests can assert that a side effect happened exactly once. Integration tests use the real API server.
  */
 import type { Cluster, EnsureResult } from "../../src/kube/cluster";
+import { KubeApiError } from "../../src/kube/errors";
 import type { KubeObject, ObjectRef } from "../../src/kube/objects";
 
 const keyOf = (ref: ObjectRef) => `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ""}|${ref.name}`;
@@ -52,8 +53,26 @@ export class FakeCluster implements Cluster {
       .map((o) => structuredClone(o) as T);
   }
 
-  async delete(ref: ObjectRef): Promise<"deleted" | "absent"> {
-    return this.objects.delete(keyOf(ref)) ? "deleted" : "absent";
+  async delete(ref: ObjectRef, options: { uid?: string } = {}): Promise<"deleted" | "absent" | "replaced"> {
+    const found = this.objects.get(keyOf(ref));
+    if (!found) return "absent";
+    if (options.uid && found.metadata.uid !== options.uid) return "replaced";
+    this.objects.delete(keyOf(ref));
+    return "deleted";
+  }
+
+  async patchAnnotations<T extends KubeObject = KubeObject>(ref: ObjectRef, annotations: Record<string, string | null>, resourceVersion: string): Promise<T> {
+    const found = this.objects.get(keyOf(ref));
+    if (!found) throw new KubeApiError(`${this.name}: annotate ${ref.kind} ${ref.name}`, 404, "NotFound");
+    if (found.metadata.resourceVersion !== resourceVersion) throw new KubeApiError(`${this.name}: annotate ${ref.kind} ${ref.name}`, 409, "Conflict");
+    const merged = { ...(found.metadata.annotations ?? {}) };
+    for (const [key, value] of Object.entries(annotations)) {
+      if (value === null) delete merged[key];
+      else merged[key] = value;
+    }
+    found.metadata.annotations = merged;
+    this.stamp(found);
+    return structuredClone(found) as T;
   }
 
   async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {

@@ -19,7 +19,12 @@ import type { TestClusters } from "./clusters";
  * The harness's operator policy: the fixture's DVMs live in `dvm-<run>` and move PVCs across namespaces,
  * as an admin's would, so "dvm-*" are admin namespaces here. Tests of the policy itself use others.
  */
-export const TEST_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["dvm-system", "dvm-*"] };
+/** kwok's test annotations (infra/dev/kwok/stages.yaml) steer the fake pods: the tests' operator allows them. */
+export const TEST_MIGRATION_POLICY: MigrationPolicy = {
+  ...DEFAULT_MIGRATION_POLICY,
+  adminNamespaces: ["dvm-system", "dvm-*"],
+  transfer: { ...DEFAULT_MIGRATION_POLICY.transfer, podAnnotations: ["dvm.test/*"] },
+};
 
 export interface MigrationFixture {
   run: string;

@@ -20,7 +20,12 @@ import { type BodyHooks, countedBodies, invocationScope } from "./bodies";
  * The harness's DVMs live in the namespace prepareMigrations names ("cx-…" for the chaos scenarios,
  * "scale" and "scale-baseline" for bench/scale.ts) and move PVCs across namespaces, as an admin's would.
  */
-export const CHAOS_MIGRATION_POLICY: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["cx-*", "scale", "scale-*"] };
+export const CHAOS_MIGRATION_POLICY: MigrationPolicy = {
+  ...DEFAULT_MIGRATION_POLICY,
+  adminNamespaces: ["cx-*", "scale", "scale-*"],
+  // kwok's test annotations (infra/dev/kwok/stages.yaml) steer the fake pods.
+  transfer: { ...DEFAULT_MIGRATION_POLICY.transfer, podAnnotations: ["dvm.test/*"] },
+};
 
 export interface OurRunnerOptions {
   hostKubeConfig: KubeConfig;

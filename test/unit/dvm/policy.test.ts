@@ -74,6 +74,63 @@ describe("the migration policy", () => {
   });
 });
 
+describe("transfer pod annotations", () => {
+  const annotated = (annotations: Record<string, string>) => spec({ transferPodAnnotations: annotations });
+  const withKeys = (keys: string[]): MigrationPolicy => ({ ...policy, transfer: { ...policy.transfer, podAnnotations: keys } });
+
+  it("refuses every key the operator did not allow, in an admin namespace too, naming each", () => {
+    const attacks = annotated({
+      "sidecar.istio.io/inject": "true",
+      "vault.hashicorp.com/agent-inject": "true",
+      "container.apparmor.security.beta.kubernetes.io/rsync": "unconfined",
+    });
+    for (const namespace of ["team-a", "dvm-system"]) {
+      expect(policyViolations(namespace, attacks, policy)).toEqual([
+        { field: 'spec.transferPodAnnotations["sidecar.istio.io/inject"]', message: "is not on the operator's allow-list of transfer pod annotations" },
+        {
+          field: 'spec.transferPodAnnotations["vault.hashicorp.com/agent-inject"]',
+          message: "is not on the operator's allow-list of transfer pod annotations",
+        },
+        {
+          field: 'spec.transferPodAnnotations["container.apparmor.security.beta.kubernetes.io/rsync"]',
+          message: "is not on the operator's allow-list of transfer pod annotations",
+        },
+      ]);
+    }
+    expect(policyViolations("team-a", attacks, withKeys(["sidecar.istio.io/inject", "vault.hashicorp.com/*"])).map((v) => v.field)).toEqual([
+      'spec.transferPodAnnotations["container.apparmor.security.beta.kubernetes.io/rsync"]',
+    ]);
+    expect(policyViolations("team-a", annotated({}), policy)).toEqual([]);
+  });
+
+  it("bounds their count and sizes in the parser, naming the key", () => {
+    const issues = (annotations: Record<string, string>) => {
+      const parsed = parseDvmSpec({
+        persistentVolumeClaims: [{ name: "db", namespace: "team-a", targetStorageClass: "fast", targetAccessModes: ["ReadWriteOnce"] }],
+        transferPodAnnotations: annotations,
+      });
+      return parsed.ok ? [] : parsed.issues;
+    };
+    expect(issues(Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])))).toEqual([
+      { field: "spec.transferPodAnnotations", message: "must have at most 16 annotations" },
+    ]);
+    expect(issues({ "example.com/pad": "x".repeat(4097) })).toEqual([
+      { field: 'spec.transferPodAnnotations["example.com/pad"]', message: "must be at most 4096 characters" },
+    ]);
+    expect(issues({ "bad key": "x" }).map((i) => i.field)).toEqual(['spec.transferPodAnnotations["bad key"]']);
+    expect(issues({ [`${"a".repeat(64)}`]: "x" }).map((i) => i.field)).toHaveLength(1);
+    expect(issues({ "example.com/ok": "x".repeat(4096) })).toEqual([]);
+  });
+
+  it("reads the allow-list from DVM_TRANSFER_POD_ANNOTATIONS: none by default", () => {
+    expect(parsePolicyEnv({}).transfer.podAnnotations).toEqual([]);
+    const read = parsePolicyEnv({ [POLICY_ENV.podAnnotations]: "sidecar.istio.io/inject, example.com/*" });
+    expect(read.transfer.podAnnotations).toEqual(["sidecar.istio.io/inject", "example.com/*"]);
+    expect(parsePolicyEnv(policyEnv(read))).toEqual(read);
+    expect(() => parsePolicyEnv({ [POLICY_ENV.podAnnotations]: "not a key" })).toThrow(/DVM_TRANSFER_POD_ANNOTATIONS/);
+  });
+});
+
 describe("the migration policy's configuration", () => {
   it("defaults to dvm-system, no extra image, and a pinned default image", () => {
     expect(parsePolicyEnv({})).toEqual({

@@ -110,6 +110,7 @@ describe("the operator's transfer policy", () => {
       maxConcurrentVolumes: 5,
       tcpProxyFor: expect.any(Function),
       maxVolumesPerServerPod: 16,
+      allowedPodAnnotationKeys: [],
     });
     // The pods' default requests (400m CPU, 512Mi memory) are lowered to a smaller maximum.
     expect(transferSettingsFor(parsedSpec(undefined), { ...operator, maxResources: { cpu: "200m" } }).resources).toEqual({
@@ -166,6 +167,7 @@ describe("the operator's transfer settings in the environment", () => {
       maxVolumesPerServerPod: 8,
       extraOptions: ["--inplace", "--timeout="],
       maxResources: { cpu: "2", memory: "2Gi" },
+      podAnnotations: [],
     });
     expect(parsePolicyEnv(policyEnv(policy))).toEqual(policy);
     expect(parsePolicyEnv({}).transfer).toEqual(DEFAULT_TRANSFER_POLICY);

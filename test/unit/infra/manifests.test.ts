@@ -123,6 +123,7 @@ const EXPECTED: Record<string, string[]> = {
     "core/namespaces create", // createDestinationNamespaces
     "core/persistentvolumeclaims get", // started; createDestinationPVCs
     "core/persistentvolumeclaims create", // createDestinationPVCs
+    "core/persistentvolumeclaims patch", // pvcUse: the in-use mark, given back at cleanup
     "storage.k8s.io/storageclasses get", // started: the target storage class exists
     "core/pods get", // serverPods; ensure adopt
     "core/pods list", // rsyncOperations (attempts); cleanup

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { deleteTransferResources, waitForTransferResourcesGone } from "../../../src/phases/cleanup";
 import { createRsyncEndpoint, endpointAddress, ensureRsyncEndpointReady } from "../../../src/phases/endpoint";
-import { LABEL, transferLabels, transferNames } from "../../../src/phases/names";
+import { dvmShortId, LABEL, transferLabels, transferNames } from "../../../src/phases/names";
 import { createDestinationNamespaces } from "../../../src/phases/namespaces";
 import { createPVProgressCRs } from "../../../src/phases/progressRecords";
 import { createDestinationPVCs, quantityBytes, requestedSize } from "../../../src/phases/pvcs";
@@ -187,7 +187,7 @@ describe("cleanup", () => {
     const mine = (kind: string, ns: string, name: string) => ({
       apiVersion: "v1",
       kind,
-      metadata: { name, namespace: ns, labels: transferLabels(ctx.dvm, "x") },
+      metadata: { name: `dvm-${dvmShortId(ctx.dvm)}-${name}`, namespace: ns, labels: transferLabels(ctx.dvm, "x") },
     });
     const other = { apiVersion: "v1", kind: "Pod", metadata: { name: "other", namespace: "shop", labels: transferLabels({ uid: "another-uid" }, "x") } };
     source.add(mine("Pod", "shop", "client"), mine("Secret", "ops", "s"), other);

@@ -9,7 +9,7 @@ import { type DirectVolumeMigration, DVM_FINALIZER } from "../../../src/dvm/type
 import type { DvmStore } from "../../../src/kube/dvmStore";
 import { KINDS } from "../../../src/kube/objects";
 import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../../../src/kube/resolver";
-import { transferLabels } from "../../../src/phases/names";
+import { dvmShortId, transferLabels } from "../../../src/phases/names";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
 import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
@@ -64,7 +64,7 @@ describe("the runner and the DVM's lifecycle", () => {
           if (phase === "CreateRsyncConfig") {
             await ctx.clusters.source.ensure({
               ...KINDS.Secret,
-              metadata: { name: "rsync-config", namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") },
+              metadata: { name: `dvm-${dvmShortId(ctx.dvm)}-rsync-config`, namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") },
             });
           }
           return advance();
@@ -195,7 +195,7 @@ describe("the runner and the DVM's lifecycle", () => {
         await gate;
         await ctx.clusters.source.ensure({
           ...KINDS.Secret,
-          metadata: { name: "late", namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") },
+          metadata: { name: `dvm-${dvmShortId(ctx.dvm)}-late`, namespace: "openshift-migration", labels: transferLabels(ctx.dvm, "config") },
         });
         return advance();
       },

@@ -178,6 +178,18 @@ describe("rsyncServerPod", () => {
     expect(() => rsyncServerPod({ ...options, runAsRoot: false, chroot: true })).toThrow(/chroot/);
     expect(() => rsyncServerPod({ ...options, runAsRoot: false, pvcs: [] })).toThrow(/pvcs/);
   });
+
+  it("puts only annotations on the operator's allow-list on the pod, refusing any other by its field", () => {
+    const annotations = { "example.com/team": "a", "sidecar.istio.io/inject": "true" };
+    expect(() => rsyncServerPod({ ...options, runAsRoot: false, annotations })).toThrow(
+      'spec.transferPodAnnotations["example.com/team"]: is not on the operator\'s allow-list of transfer pod annotations',
+    );
+    expect(() => rsyncServerPod({ ...options, runAsRoot: false, annotations, allowedAnnotationKeys: ["example.com/*"] })).toThrow(
+      'spec.transferPodAnnotations["sidecar.istio.io/inject"]',
+    );
+    const pod = rsyncServerPod({ ...options, runAsRoot: false, annotations, allowedAnnotationKeys: ["example.com/*", "sidecar.istio.io/inject"] });
+    expect(pod.metadata.annotations).toEqual(annotations);
+  });
 });
 
 describe("rsyncDaemonScript", () => {

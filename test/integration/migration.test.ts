@@ -216,7 +216,8 @@ describe("the failure path", () => {
       persistentVolumeClaims: [(fixture.spec.persistentVolumeClaims as object[])[2]],
       backOffLimit: 2,
       // kwok fails pods carrying this annotation (infra/dev/kwok/stages.yaml); server pods keep running.
-      transferPodAnnotations: { "dvm.test/fail": "true", "dvm.test/fail-message": "rsync error: error in socket IO (code 10)" },
+      // Exit code 10 as rsync gives it for a broken connection: a failure that may pass on the next attempt.
+      transferPodAnnotations: { "dvm.test/fail": "true", "dvm.test/exit-code": "10", "dvm.test/fail-message": "rsync error: error in socket IO (code 10)" },
     };
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-failing", spec);
     const { uid } = dvm.metadata;

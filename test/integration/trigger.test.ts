@@ -55,7 +55,8 @@ describe.skipIf(missing("the clusters and DynamoDB test services", available, "r
           AWS_ENDPOINT_URL_DYNAMODB: dynamo!.endpoint,
           ...(credentials ? { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey } : {}),
           TRIGGER_ALLOWED_SOURCES: `https://ci.example.com/*,${BRIDGE_SOURCE}`,
-          TRIGGER_ALLOWED_NAMESPACES: NAMESPACE,
+          // The test's namespace, and one the operator lists but nobody created (422 from the API server).
+          TRIGGER_ALLOWED_NAMESPACES: `${NAMESPACE},missing-${run}`,
           AWS_REGION: "us-east-1",
           LOG_LEVEL: "INFO",
         },

@@ -29,6 +29,11 @@ describe("server-side dry runs", () => {
     const docs = manifests(file);
     expect(docs.length).toBeGreaterThan(0);
     for (const doc of docs) {
+      // A per-namespace template (the trigger's RoleBinding) names an example namespace: made for the dry run.
+      const namespace = doc.metadata?.namespace;
+      if (namespace && namespace !== "dvm-system") {
+        await ignoreExists(KubernetesObjectApi.makeApiClient(clusters.source).create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } }));
+      }
       const result = await dryRun(clusters.source, doc);
       expect(result.metadata?.name, describeObject(doc)).toBe(doc.metadata?.name);
     }

@@ -22,10 +22,12 @@ interface ResourceInfo {
 const MERGE_PATCH = "application/merge-patch+json";
 
 /**
- * A bound on one log read: the log belongs to a pod that runs in a tenant's namespace, and a line without
- * an end (or very long lines) must not fill the function's memory. Progress needs only the last lines.
+ * A bound on one log read: the log belongs to a pod that runs in a tenant's namespace, and lines without an
+ * end must not fill the function's memory. The API server cuts at this many bytes from the start of the
+ * tail it selected, so it is set well above a finished attempt's tail (10,000 lines of rsync's output,
+ * whose statistics come last): 4 MiB.
  */
-export const POD_LOG_LIMIT_BYTES = 64 * 1024;
+export const POD_LOG_LIMIT_BYTES = 4 * 1024 * 1024;
 
 export class KubeCluster implements Cluster {
   readonly rest: KubeRest;

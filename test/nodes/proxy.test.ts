@@ -117,7 +117,7 @@ describe.skipIf(missing("tinyproxy", existsSync(TINYPROXY), "apt-get install -y 
       await driveToCompletion(runnerWith(basePolicy), requestFor(created), { maxSteps: 3_000, maxDelayMs: 1_000, each: () => stunnelLogs(namespace, logs) });
       const dvm = await readDvm(clusters.source, ADMIN_NAMESPACE, name);
       expect(dvm.status.itinerary).toBe("VolumeMigrationFailed");
-      expect(JSON.stringify(dvm.status.errors)).toMatch(/rsync of .*data.* failed after 1 attempts/);
+      expect(JSON.stringify(dvm.status.errors)).toMatch(/rsync of .*data.* failed after 1 attempt\b/);
       // stunnel dialled the destination's node directly, and the source node refused it.
       const stunnel = [...logs.values()].join("\n");
       expect(stunnel).toMatch(new RegExp(`s_connect: connect ${destinationPlan!.nodeIp.replace(/\./g, "\\.")}:\\d+: Connection refused`));

@@ -63,8 +63,13 @@ export const createDestinationPVCs: PhaseBody = async (ctx) => {
   if ("outcome" in sized) return sized.outcome;
   for (const pair of ctx.volumes) {
     const size = sized.sizes.find((s) => s.pvcReference.namespace === pair.to.namespace && s.pvcReference.name === pair.to.name)?.requested;
-    const { created } = await destination.ensure(destinationPvc(pair, originals.get(pair)!, ctx.dvm, size));
+    const wanted = destinationPvc(pair, originals.get(pair)!, ctx.dvm, size);
+    const { created, object } = await destination.ensure(wanted);
     ctx.log.info(created ? "destination PVC created" : "destination PVC exists", { pvc: formatPvc(pair.to), ...(size ? { size } : {}) });
+    if (!created) {
+      const mismatch = volumeModeMismatch(pair, wanted, object);
+      if (mismatch) return { kind: "fail", category: "Critical", errors: [mismatch] };
+    }
     if (ctx.spec.rightSizeTargets) await deleteUsagePod(ctx, pair);
   }
   // A destination another DVM created in the meantime was adopted: its mark decides.
@@ -72,6 +77,19 @@ export const createDestinationPVCs: PhaseBody = async (ctx) => {
   if (raced.length > 0) return { kind: "fail", category: "Critical", errors: raced };
   return sized.sizes.length > 0 ? advance({ targetSizes: sized.sizes }) : advance();
 };
+
+/**
+ * An existing destination PVC (an earlier Stage's, or one made by hand) is adopted only with the volume mode
+ * this migration writes: rsync into a Filesystem volume from a device, or a device copy into a mounted
+ * file system, would fail late or write the wrong thing.
+ */
+export function volumeModeMismatch(pair: VolumePair, wanted: PvcObject, existing: PvcObject): string | undefined {
+  const want = wanted.spec?.volumeMode ?? "Filesystem";
+  const has = existing.spec?.volumeMode ?? "Filesystem";
+  if (want === has) return undefined;
+  const field = pair.targetVolumeMode ? specField(pair, "targetVolumeMode") : specField(pair);
+  return `${field}: the destination PersistentVolumeClaim ${formatPvc(pair.to)} already exists with volumeMode ${has}, but this migration writes ${want}; delete it or set a targetName for a new one`;
+}
 
 /**
  * The sizes of the destination PVCs that do not exist yet, from their sources' measured usage; or the

@@ -17,6 +17,8 @@ export interface RestRequest {
   contentType?: string;
   /** Plain text responses (pod logs). */
   text?: boolean;
+  /** The Accept header of a JSON request, when not plain application/json (e.g. the Table format). */
+  accept?: string;
 }
 
 const TIMEOUT_MS = 30_000;
@@ -50,7 +52,7 @@ export class KubeRest {
     const options: RequestOptions = {
       method: req.method,
       headers: {
-        Accept: req.text ? "text/plain, */*" : "application/json",
+        Accept: req.text ? "text/plain, */*" : (req.accept ?? "application/json"),
         ...(body ? { "Content-Type": req.contentType ?? "application/json", "Content-Length": body.length } : {}),
       },
     };

@@ -58,30 +58,6 @@ export function parseObservedDvm(object: unknown): ObservedDvmParse {
   return { ok: true, dvm: { ...dvm, phase } };
 }
 
-/**
- * The part of a DVM that parseObservedDvm reads: identity and status.phase. A listed DVM is cut down to
- * this as its page arrives, so the relay never holds a DVM's spec, labels or annotations (a tenant can
- * make those megabytes) beyond one page. A status that is not an object is kept as it is, so the parse
- * still reports it.
- */
-export function dvmProjection(object: unknown): unknown {
-  if (typeof object !== "object" || object === null) return object;
-  const { metadata, status } = object as { metadata?: unknown; status?: unknown };
-  const meta = typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>) : undefined;
-  const kept = meta
-    ? Object.fromEntries(
-        ["uid", "namespace", "name", "resourceVersion", "generation", "deletionTimestamp"].filter((k) => meta[k] !== undefined).map((k) => [k, meta[k]]),
-      )
-    : metadata;
-  const statusKept =
-    typeof status === "object" && status !== null && !Array.isArray(status)
-      ? (status as { phase?: unknown }).phase === undefined
-        ? {}
-        : { phase: (status as { phase?: unknown }).phase }
-      : status;
-  return { ...(kept !== undefined ? { metadata: kept } : {}), ...(status !== undefined ? { status: statusKept } : {}) };
-}
-
 /** The DVM uid an owned object (pod, progress record) carries in its label, if any. */
 export function ownerUidOf(object: unknown): string | undefined {
   const labels = (object as { metadata?: { labels?: unknown } } | null | undefined)?.metadata?.labels;

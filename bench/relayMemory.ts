@@ -34,6 +34,24 @@ const SETTLE_MS = 5_000;
 const RELAY_NODE_OPTIONS = "--max-old-space-size=160";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * A create that a loaded API server answered with a timeout (504) or a throttle (429, 5xx) is sent again;
+ * the first may have been stored anyway, so AlreadyExists (409) counts as created.
+ */
+async function createRetrying(create: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await create();
+      return;
+    } catch (error) {
+      const code = (error as { code?: number }).code ?? 0;
+      if (code === 409) return;
+      if (attempt >= 8 || (code !== 429 && code < 500)) throw error;
+      await sleep(500 * attempt);
+    }
+  }
+}
+
 export interface RelayMemoryOptions {
   /** Live DVMs at each measurement. Default 50, 200, 1000, or DVM_BENCH_RELAY_MEMORY_DVMS. */
   steps?: number[];
@@ -182,13 +200,15 @@ export async function runRelayMemoryBench(options: RelayMemoryOptions = {}): Pro
         Array.from({ length: target - created }, (_, i) => created + i),
         padKiB > 0 ? 4 : 16,
         (i) =>
-          custom.createNamespacedCustomObject({
-            group: DVM_GROUP,
-            version: DVM_VERSION,
-            namespace,
-            plural: DVM_PLURAL,
-            body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: `m-${i}`, ...pad }, spec },
-          }),
+          createRetrying(() =>
+            custom.createNamespacedCustomObject({
+              group: DVM_GROUP,
+              version: DVM_VERSION,
+              namespace,
+              plural: DVM_PLURAL,
+              body: { apiVersion: DVM_API_VERSION, kind: DVM_KIND, metadata: { name: `m-${i}`, ...pad }, spec },
+            }),
+          ),
       );
       created = target;
       // Every DVM forwarded at least once, then let the relay settle (garbage collection included).

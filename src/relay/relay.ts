@@ -16,7 +16,7 @@ import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch
 import { type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
 import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
-import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, requestPhase, sameForwardKey } from "./schedule";
+import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, recordForward, requestPhase } from "./schedule";
 import type { RelayTransport } from "./transport";
 
 /** A cluster whose labelled pods drive their DVM (a source or destination other than the host). */
@@ -48,6 +48,12 @@ export interface RelayOptions {
   watchBackoff?: BackoffOptions;
   /** How long stop() lets in-flight forwards finish. Default 10 s. */
   stopTimeoutMs?: number;
+  /**
+   * The poll delay of wait phases: how soon the DVM's own changes (status, progress records) and the
+   * fallback of a deletion forward it again. Default the itinerary's POLL_REQUEUE_MS; tests lengthen it
+   * to show that a wait ends on the event it waits for.
+   */
+  pollMs?: number;
   /** Default: JSON lines on stdout with component "relay". */
   log?: Logger;
   clock?: Clock;
@@ -115,10 +121,12 @@ export class Relay {
   private started = false;
   private stopping = false;
   private readonly counters = { forwarded: 0, errors: 0, malformed: 0 };
+  private readonly pollMs: number;
 
   constructor(private readonly options: RelayOptions) {
     this.log = options.log ?? jsonLogger({ component: "relay" });
     this.clock = options.clock ?? systemClock;
+    this.pollMs = options.pollMs ?? POLL_REQUEUE_MS;
     this.queue = new WorkQueue<string, string>({
       concurrency: options.concurrency ?? RELAY_DEFAULTS.concurrency,
       handler: (uid, reason) => this.forward(uid, reason),
@@ -278,7 +286,7 @@ export class Relay {
     const uid = ownerUidOf(object);
     // Only DVMs the relay knows are forwarded: a pod of a finished or foreign migration is noise.
     if (!uid || !this.live.has(uid)) return;
-    this.trigger(uid, `${kind} ${objectKey(object)} ${type.toLowerCase()}@${cluster}`);
+    this.trigger(uid, `${kind} ${objectKey(object)} ${type.toLowerCase()}@${cluster}`, kind === "pod");
   }
 
   /** Owned-object events may have been missed while the watch was expired: every live DVM gets a look. */
@@ -310,11 +318,14 @@ export class Relay {
     else this.live.set(dvm.uid, { dvm, failures: 0 });
   }
 
-  /** Enqueues `uid` now, or when its phase's requeue delay since the last forward has passed. */
-  private trigger(uid: string, reason: string): void {
+  /**
+   * Enqueues `uid` now, or when its spacing since the last forward has passed (src/relay/schedule.ts
+   * forwardDelay): the phase's requeue delay, or the short one for a pod change in a wait phase.
+   */
+  private trigger(uid: string, reason: string, podChange = false): void {
     const entry = this.live.get(uid);
     if (!entry || this.stopping) return;
-    const delay = forwardDelay(this.clock.now(), entry.dvm, entry.lastForward);
+    const delay = forwardDelay(this.clock.now(), entry.dvm, entry.lastForward, { podChange, pollMs: this.pollMs });
     if (delay === 0) this.queue.add(uid, reason);
     else this.queue.addAfter(uid, reason, delay);
   }
@@ -345,8 +356,7 @@ export class Relay {
       reason,
     };
     const key = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}) };
-    const previous = entry.lastForward;
-    const forwarded: LastForward = { ...key, at: this.clock.now(), inARow: sameForwardKey(key, previous) ? (previous?.inARow ?? 1) + 1 : 1 };
+    const forwarded = recordForward(key, entry.lastForward, this.clock.now(), this.pollMs);
     entry.lastForward = forwarded;
     const log = this.log.child({ uid, dvm: `${dvm.namespace}/${dvm.name}`, phase: dvm.phase ?? "(none)" });
 
@@ -372,8 +382,7 @@ export class Relay {
     if (result?.kind === "retry") forwarded.notBefore = forwarded.at + result.retryAfterMs;
 
     // A deletion is followed until the DVM is gone (its DELETED event, or a "gone" result), whatever phase it was in.
-    const next =
-      entry.dvm.deleting && !result ? { kind: "requeue" as const, afterMs: POLL_REQUEUE_MS, why: "deletion" } : followUpAfter(result, entry.dvm.phase);
+    const next = entry.dvm.deleting && !result ? { kind: "requeue" as const, afterMs: this.pollMs, why: "deletion" } : followUpAfter(result, entry.dvm.phase);
     switch (next.kind) {
       case "requeue":
         this.queue.addAfter(uid, next.why, next.afterMs);

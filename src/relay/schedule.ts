@@ -2,7 +2,7 @@
  * The relay's timing decisions, as pure functions of what it observed. Every delay comes from the
  * itinerary table (src/dvm/itinerary.ts) or from the function's own RunResult; none is invented here.
  */
-import { isPhaseName, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
+import { FAST_REQUEUE_MS, isPhaseName, type PhaseName, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
 import type { RunResult } from "../runner/request";
 
 /** The last forward of one DVM: what it was about and when it started. */
@@ -13,6 +13,8 @@ export interface LastForward {
   at: number;
   /** Forwards in a row at this phase, generation and deletion state (1 for the first); absent means 1. */
   inARow?: number;
+  /** Of those, the latest ones in a row that came before the poll spacing had passed (pod changes); absent means 0. */
+  earlyInARow?: number;
   /** No event forwards this key again before this (ms): the function's retryAfterMs after a failed attempt. */
   notBefore?: number;
 }
@@ -37,12 +39,18 @@ export function isTerminalPhase(phase: string | undefined): boolean {
 
 /**
  * How often one DVM may be forwarded while it stays in the same phase and generation: the phase's
- * requeue delay. A DVM without a phase is about to run Started; a phase the itinerary does not know is
- * the function's to judge, and is polled no faster than a wait phase.
+ * requeue delay, `pollMs` for a wait phase. A DVM without a phase is about to run Started; a phase the
+ * itinerary does not know is the function's to judge, and is polled no faster than a wait phase.
  */
-export function minForwardIntervalMs(phase: string | undefined): number {
+export function minForwardIntervalMs(phase: string | undefined, pollMs: number = POLL_REQUEUE_MS): number {
   if (phase === undefined) return phaseSpec("Started").requeueMs;
-  return isPhaseName(phase) ? phaseSpec(phase).requeueMs : POLL_REQUEUE_MS;
+  if (!isPhaseName(phase)) return pollMs;
+  return isWaitPhase(phase) ? pollMs : phaseSpec(phase).requeueMs;
+}
+
+/** A phase that polls a condition (a pod Running, a pod finished, objects gone). */
+export function isWaitPhase(phase: string | undefined): phase is PhaseName {
+  return isPhaseName(phase) && phaseSpec(phase).waits;
 }
 
 /** Whether a DVM is still where the last forward found it: same phase, generation and deletion state. */
@@ -57,22 +65,60 @@ export function sameForwardKey(current: ForwardKey, last: ForwardKey | undefined
  * function every 100 ms, and in the relay's default Event mode the function's "busy, retry after N ms"
  * is never seen.
  */
-export function repeatIntervalMs(phase: string | undefined, inARow: number): number {
-  const base = minForwardIntervalMs(phase);
-  return Math.min(Math.max(base, POLL_REQUEUE_MS), base * 2 ** Math.min(Math.max(0, inARow - 1), 20));
+export function repeatIntervalMs(phase: string | undefined, inARow: number, pollMs: number = POLL_REQUEUE_MS): number {
+  const base = minForwardIntervalMs(phase, pollMs);
+  return Math.min(Math.max(base, pollMs), base * 2 ** Math.min(Math.max(0, inARow - 1), 20));
 }
 
 /**
- * How long to hold a trigger (DVM event, owned pod event, resync) before forwarding.
- * A new phase or generation is progress (or a new spec) and goes at once. Anything else, typically a
- * status-only change that the function itself wrote while waiting, or an owned pod's heartbeat, waits
- * until the key's spacing (repeatIntervalMs) has passed since the last forward, and after a failed
- * attempt until the function's own retry delay. Keying on resourceVersion instead would let a function
- * that patches status on every "not yet" drive itself in a hot loop.
+ * The spacing of forwards that a change of one of the migration's pods sets off while its DVM is in a
+ * wait phase: the change is what the phase waits for (a server pod Running, a client pod finished, a pod
+ * gone), written by a kubelet or the API server and never by the function's "not yet", so it goes after
+ * the fast requeue delay, not the poll's. The queue coalesces a burst into one forward, and a change that
+ * arrives while a forward is in flight is forwarded again once that forward ends (src/relay/queue.ts).
+ * The spacing doubles for each forward in a row that came before the poll spacing had passed, so pods
+ * that change without end (a tenant can label its own pods as a DVM's) forward it about once a second
+ * (100, 200 ... 1,600 ms, then the poll), not every 100 ms.
  */
-export function forwardDelay(now: number, current: ForwardKey, last: LastForward | undefined): number {
+export const POD_CHANGE_SPACING_MS = FAST_REQUEUE_MS;
+
+/** The spacing of the next pod-driven forward in a wait phase, after `earlyInARow` early ones. */
+export function podChangeIntervalMs(earlyInARow: number, pollMs: number = POLL_REQUEUE_MS): number {
+  return Math.min(pollMs, POD_CHANGE_SPACING_MS * 2 ** Math.min(Math.max(0, earlyInARow), 20));
+}
+
+/** The record of a forward that starts `now` at `key`, counting on from the previous one. */
+export function recordForward(key: ForwardKey, previous: LastForward | undefined, now: number, pollMs: number = POLL_REQUEUE_MS): LastForward {
+  if (!previous || !sameForwardKey(key, previous)) return { ...key, at: now, inARow: 1 };
+  const early = now - previous.at < repeatIntervalMs(key.phase, previous.inARow ?? 1, pollMs);
+  return { ...key, at: now, inARow: (previous.inARow ?? 1) + 1, ...(early ? { earlyInARow: (previous.earlyInARow ?? 0) + 1 } : {}) };
+}
+
+/** What set a trigger off, and the poll delay of wait phases. */
+export interface TriggerContext {
+  /** A change of a pod the migration owns (on any watched cluster). */
+  podChange?: boolean;
+  /** The poll delay of a wait phase; default the itinerary's POLL_REQUEUE_MS. */
+  pollMs?: number;
+}
+
+/**
+ * How long to hold a trigger (DVM event, owned pod or progress record event, resync) before forwarding.
+ * A new phase or generation is progress (or a new spec) and goes at once. So does, after
+ * POD_CHANGE_SPACING_MS (doubling while early forwards follow each other), a pod change in a wait phase:
+ * it is what the wait waits for. Anything else,
+ * typically a status-only change or a progress record that the function itself wrote while waiting,
+ * waits until the key's spacing (repeatIntervalMs) has passed since the last forward. After a failed
+ * attempt every trigger waits for the function's own retry delay. Keying on resourceVersion instead would
+ * let a function that patches status on every "not yet" drive itself in a hot loop.
+ */
+export function forwardDelay(now: number, current: ForwardKey, last: LastForward | undefined, context: TriggerContext = {}): number {
   if (!last || !sameForwardKey(current, last)) return 0;
-  const until = Math.max(last.at + repeatIntervalMs(current.phase, last.inARow ?? 1), last.notBefore ?? 0);
+  const spacing =
+    context.podChange && isWaitPhase(current.phase)
+      ? podChangeIntervalMs(last.earlyInARow ?? 0, context.pollMs)
+      : repeatIntervalMs(current.phase, last.inARow ?? 1, context.pollMs);
+  const until = Math.max(last.at + spacing, last.notBefore ?? 0);
   return Math.max(0, until - now);
 }
 
@@ -111,7 +157,7 @@ export function followUpAfter(result: RunResult | undefined, currentPhase: strin
     }
   }
   if (isTerminalPhase(currentPhase)) return { kind: "forget", why: `phase ${currentPhase}` };
-  if (isPhaseName(currentPhase) && phaseSpec(currentPhase).waits) {
+  if (isWaitPhase(currentPhase)) {
     return { kind: "requeue", afterMs: phaseSpec(currentPhase).requeueMs, why: `poll ${currentPhase}` };
   }
   return { kind: "none" };

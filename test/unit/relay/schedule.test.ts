@@ -3,7 +3,7 @@
  * reads watched objects. Delays are checked against the itinerary table, never against copied numbers.
  */
 import { describe, expect, it } from "vitest";
-import { PHASE_NAMES, PHASES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
+import { FAST_REQUEUE_MS, PHASE_NAMES, PHASES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
 import { LABEL } from "../../../src/phases/names";
 import { backoffDelay } from "../../../src/relay/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
@@ -15,6 +15,9 @@ import {
   type LastForward,
   minForwardIntervalMs,
   needsForwarding,
+  POD_CHANGE_SPACING_MS,
+  podChangeIntervalMs,
+  recordForward,
   repeatIntervalMs,
   requestPhase,
   sameForwardKey,
@@ -67,6 +70,45 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
     expect(repeatIntervalMs(WAIT_PHASE, 50)).toBe(PHASES[WAIT_PHASE].requeueMs);
   });
 
+  it("forwards a pod change in a wait phase after the fast requeue delay: it is what the wait waits for", () => {
+    const last: LastForward = { phase: WAIT_PHASE, generation: 1, at: 1_000, inARow: 40 };
+    const key = { phase: WAIT_PHASE, generation: 1 };
+    expect(POD_CHANGE_SPACING_MS).toBe(FAST_REQUEUE_MS);
+    expect(forwardDelay(1_000, key, last, { podChange: true })).toBe(POD_CHANGE_SPACING_MS);
+    expect(forwardDelay(1_000 + POD_CHANGE_SPACING_MS, key, last, { podChange: true })).toBe(0);
+    // However many polls came before: a long transfer still ends on its client pod's change.
+    expect(forwardDelay(1_050, key, { ...last, inARow: 1 }, { podChange: true })).toBe(POD_CHANGE_SPACING_MS - 50);
+    // The DVM's own status or progress record keeps the poll spacing (no hot loop), as set.
+    expect(forwardDelay(1_050, key, last)).toBe(PHASES[WAIT_PHASE].requeueMs - 50);
+    expect(forwardDelay(1_050, key, last, { pollMs: 600_000 })).toBe(600_000 - 50);
+    // A failed attempt's retry delay holds pod changes too.
+    expect(forwardDelay(1_500, key, { ...last, notBefore: 8_000 }, { podChange: true })).toBe(6_500);
+    // A phase that does not wait keeps its doubling spacing for pod events (its body is what it runs).
+    const fast: LastForward = { phase: FAST_PHASE, generation: 1, at: 1_000, inARow: 6 };
+    expect(forwardDelay(1_000, { phase: FAST_PHASE, generation: 1 }, fast, { podChange: true })).toBe(repeatIntervalMs(FAST_PHASE, 6));
+  });
+
+  it("spaces out a storm of pod changes in a wait phase (a tenant's own pods labelled as the DVM's): about one forward a second", () => {
+    // Pod events every 10 ms for 30 s in a wait phase, the relay forwarding whenever forwardDelay says 0.
+    const key = { phase: WAIT_PHASE, generation: 1 };
+    let last: LastForward | undefined = recordForward(key, undefined, 0);
+    const forwards: number[] = [0];
+    for (let now = 10; now <= 30_000; now += 10) {
+      if (forwardDelay(now, key, last, { podChange: true }) > 0) continue;
+      forwards.push(now);
+      last = recordForward(key, last, now);
+    }
+    // 100, 200, 400, 800, 1,600 ms apart, then the poll, then again: 6 in about 6.1 s, not 60.
+    expect(forwards.slice(0, 6)).toEqual([0, 100, 300, 700, 1_500, 3_100]);
+    expect(forwards.length).toBeLessThanOrEqual(32);
+    // The forward at the poll spacing was not early: the next pod change goes after 100 ms again.
+    expect(recordForward(key, { ...key, at: 0, earlyInARow: 5 }, PHASES[WAIT_PHASE].requeueMs).earlyInARow).toBeUndefined();
+    expect(podChangeIntervalMs(0)).toBe(POD_CHANGE_SPACING_MS);
+    expect(podChangeIntervalMs(50)).toBe(POLL_REQUEUE_MS);
+    // A new phase starts the count afresh.
+    expect(recordForward({ phase: FAST_PHASE, generation: 1 }, last, 30_001)).toEqual({ phase: FAST_PHASE, generation: 1, at: 30_001, inARow: 1 });
+  });
+
   it("holds events until the function's retry delay after a failed attempt (its backoff or the API server's Retry-After)", () => {
     const last: LastForward = { phase: FAST_PHASE, generation: 1, at: 1_000, notBefore: 1_000 + 7_000 };
     expect(forwardDelay(1_500, { phase: FAST_PHASE, generation: 1 }, last)).toBe(6_500);
@@ -76,6 +118,9 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
 
   it("takes the minimum interval from the itinerary; unknown phases poll like a wait phase", () => {
     for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase)).toBe(PHASES[phase].requeueMs);
+    // A longer poll (RelayOptions.pollMs) applies to wait phases and unknown ones only.
+    for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase, 60_000)).toBe(PHASES[phase].waits ? 60_000 : PHASES[phase].requeueMs);
+    expect(minForwardIntervalMs("NoSuchPhase", 60_000)).toBe(60_000);
     expect(minForwardIntervalMs(undefined)).toBe(PHASES.Started.requeueMs);
     expect(minForwardIntervalMs("NoSuchPhase")).toBe(POLL_REQUEUE_MS);
   });

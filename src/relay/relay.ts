@@ -382,7 +382,10 @@ export class Relay {
     if (result?.kind === "retry") forwarded.notBefore = forwarded.at + result.retryAfterMs;
 
     // A deletion is followed until the DVM is gone (its DELETED event, or a "gone" result), whatever phase it was in.
-    const next = entry.dvm.deleting && !result ? { kind: "requeue" as const, afterMs: this.pollMs, why: "deletion" } : followUpAfter(result, entry.dvm.phase);
+    const next =
+      entry.dvm.deleting && !result
+        ? { kind: "requeue" as const, afterMs: this.pollMs, why: "deletion" }
+        : followUpAfter(result, entry.dvm.phase, { pollMs: this.pollMs, earlyInARow: forwarded.earlyInARow ?? 0 });
     switch (next.kind) {
       case "requeue":
         this.queue.addAfter(uid, next.why, next.afterMs);

@@ -131,10 +131,31 @@ export type FollowUp =
   | { kind: "none" };
 
 /**
- * What to schedule after a forward. The function's RunResult is exact when the transport returns one;
- * a fire-and-forget transport returns nothing, and a waiting phase is then polled at its requeue delay.
+ * After an early (pod-driven) forward in a wait phase that the relay cannot see the answer of (Event mode),
+ * check again this much later: the forward may have met the previous invocation still holding the phase
+ * ("busy", unseen), and no further event may come. 1 s, then 2 s, then the poll: a pod change costs at
+ * most two extra invocations, and the wait ends within about a second of it, not on the poll.
  */
-export function followUpAfter(result: RunResult | undefined, currentPhase: string | undefined): FollowUp {
+export const EVENT_MODE_RECHECK_MS = 1_000;
+
+export function eventModeRecheckMs(earlyInARow: number, pollMs: number = POLL_REQUEUE_MS): number {
+  return Math.min(pollMs, EVENT_MODE_RECHECK_MS * 2 ** Math.min(Math.max(0, earlyInARow - 1), 20));
+}
+
+/** What followUpAfter needs to know of the forward besides its result. */
+export interface ForwardFacts {
+  /** The poll delay of wait phases; default the itinerary's. */
+  pollMs?: number;
+  /** The forward's earlyInARow (recordForward): more than 0 when it came before the poll spacing. */
+  earlyInARow?: number;
+}
+
+/**
+ * What to schedule after a forward. The function's RunResult is exact when the transport returns one;
+ * a fire-and-forget transport returns nothing, and a waiting phase is then polled at its requeue delay,
+ * or rechecked sooner after an early forward (eventModeRecheckMs).
+ */
+export function followUpAfter(result: RunResult | undefined, currentPhase: string | undefined, facts: ForwardFacts = {}): FollowUp {
   if (result) {
     switch (result.kind) {
       case "advanced":
@@ -158,7 +179,10 @@ export function followUpAfter(result: RunResult | undefined, currentPhase: strin
   }
   if (isTerminalPhase(currentPhase)) return { kind: "forget", why: `phase ${currentPhase}` };
   if (isWaitPhase(currentPhase)) {
-    return { kind: "requeue", afterMs: phaseSpec(currentPhase).requeueMs, why: `poll ${currentPhase}` };
+    const pollMs = facts.pollMs ?? phaseSpec(currentPhase).requeueMs;
+    const early = facts.earlyInARow ?? 0;
+    if (early > 0) return { kind: "requeue", afterMs: eventModeRecheckMs(early, pollMs), why: `recheck ${currentPhase} after a pod change` };
+    return { kind: "requeue", afterMs: pollMs, why: `poll ${currentPhase}` };
   }
   return { kind: "none" };
 }

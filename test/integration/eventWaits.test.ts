@@ -19,6 +19,8 @@ import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, TEST
 
 /** Far beyond the test's bound: a wait that ends on its poll fails the test. */
 const LONG_POLL_MS = 600_000;
+/** How late an Event-mode "not yet" answers: longer than kwok takes to start or finish a pod and emit its changes. */
+const SLOW_NOT_YET_MS = 5_000;
 /** The test's bound on the whole migration (about 5 s on an idle machine; kwok finishes a client pod after about 1 s). */
 const BOUND_MS = 240_000;
 /** The waits a watched pod's change ends (EnsureRsyncEndpointReady waits for a Service address, which the relay does not watch). */
@@ -35,14 +37,19 @@ const run = `ev${Date.now().toString(36)}`;
 let fixture: MigrationFixture;
 let table: FreshTable;
 
-/** The real phase bodies; a pod-driven wait's "not yet" asks to be polled again only after LONG_POLL_MS. */
-function longPollBodies(waits: Map<string, number>): Record<ExecutablePhaseName, PhaseBody> {
+/**
+ * The real phase bodies; a pod-driven wait's "not yet" asks to be polled again only after LONG_POLL_MS,
+ * and, with `slowNotYetMs`, is that much late, as an invocation on a busy function is: the pod change it
+ * waits for then arrives while it still holds the phase.
+ */
+function longPollBodies(waits: Map<string, number>, slowNotYetMs = 0): Record<ExecutablePhaseName, PhaseBody> {
   const wrap =
     (phase: ExecutablePhaseName): PhaseBody =>
     async (ctx) => {
       const outcome = await PHASE_BODIES[phase](ctx);
       if (outcome.kind !== "wait" || !POD_DRIVEN_WAITS.includes(phase)) return outcome;
       waits.set(phase, (waits.get(phase) ?? 0) + 1);
+      if (slowNotYetMs > 0) await sleep(slowNotYetMs);
       return { ...outcome, afterMs: LONG_POLL_MS };
     };
   return Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, wrap(phase)])) as Record<ExecutablePhaseName, PhaseBody>;
@@ -62,42 +69,59 @@ afterAll(async () => {
 });
 
 describe("wait phases driven by the relay", () => {
-  it("end on the pod change they wait for, with the poll ten minutes away", { timeout: BOUND_MS + 60_000 }, async () => {
-    const waits = new Map<string, number>();
-    const runner = createPhaseRunner({
-      hostKubeConfig: clusters.source,
-      ledgerTableName: table.tableName,
-      dynamo: table.client,
-      bodies: longPollBodies(waits),
-      leaseMs: 30_000,
-      policy: TEST_MIGRATION_POLICY,
-    });
-    const relay = new Relay({
-      kubeConfig: clusters.source,
-      transport: new InProcessTransport((request) => runner.run(request)),
-      namespace: fixture.dvmNamespace,
-      clusters: fixture.sameCluster ? [] : [{ name: "destination", kubeConfig: clusters.destination }],
-      resyncMs: 0,
-      pollMs: LONG_POLL_MS,
-      log,
-    });
-    relay.start();
-    try {
-      const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "on-event", fixture.spec);
-      const deadline = Date.now() + BOUND_MS;
-      let phase: string | undefined;
-      while (Date.now() < deadline) {
-        phase = (await readDvm(clusters.source, fixture.dvmNamespace, dvm.metadata.name)).status?.phase;
-        if (phase === "Completed" || phase === "Failed") break;
-        await sleep(200);
+  // RequestResponse: the relay sees each answer, and a change that came in flight is forwarded after it.
+  // Event (the deployed default): the relay sees no answer; a change that met the previous invocation
+  // still holding the phase ("busy", unseen) is checked again a second later (eventModeRecheckMs).
+  for (const mode of ["RequestResponse", "Event"] as const) {
+    it(`end on the pod change they wait for, with the poll ten minutes away (${mode})`, { timeout: BOUND_MS + 60_000 }, async () => {
+      const waits = new Map<string, number>();
+      const runner = createPhaseRunner({
+        hostKubeConfig: clusters.source,
+        ledgerTableName: table.tableName,
+        dynamo: table.client,
+        bodies: longPollBodies(waits, mode === "Event" ? SLOW_NOT_YET_MS : 0),
+        leaseMs: 30_000,
+        policy: TEST_MIGRATION_POLICY,
+      });
+      const inFlight = new Set<Promise<unknown>>();
+      const transport =
+        mode === "RequestResponse"
+          ? new InProcessTransport((request) => runner.run(request))
+          : new InProcessTransport(async (request) => {
+              // Accepted at once, run in the background, the answer dropped: Lambda's Event invocation.
+              const running = runner.run(request).catch(() => undefined);
+              inFlight.add(running);
+              void running.finally(() => inFlight.delete(running));
+              return undefined;
+            });
+      const relay = new Relay({
+        kubeConfig: clusters.source,
+        transport,
+        namespace: fixture.dvmNamespace,
+        clusters: fixture.sameCluster ? [] : [{ name: "destination", kubeConfig: clusters.destination }],
+        resyncMs: 0,
+        pollMs: LONG_POLL_MS,
+        log,
+      });
+      relay.start();
+      try {
+        const dvm = await createDvm(clusters.source, fixture.dvmNamespace, `on-event-${mode.toLowerCase()}`, fixture.spec);
+        const deadline = Date.now() + BOUND_MS;
+        let phase: string | undefined;
+        while (Date.now() < deadline) {
+          phase = (await readDvm(clusters.source, fixture.dvmNamespace, dvm.metadata.name)).status?.phase;
+          if (phase === "Completed" || phase === "Failed") break;
+          await sleep(200);
+        }
+        // On failure: where it stopped, and how often each wait said "not yet" before it.
+        expect(phase, `waits that said "not yet": ${JSON.stringify(Object.fromEntries(waits))}`).toBe("Completed");
+        // kwok finishes a client pod about 1 s after it runs: RunRsyncOperations said "not yet" at least
+        // once, so an event, not a poll, moved it on.
+        expect(waits.get("RunRsyncOperations") ?? 0).toBeGreaterThan(0);
+      } finally {
+        await relay.stop(5_000);
+        await Promise.all(inFlight);
       }
-      // On failure: where it stopped, and how often each wait said "not yet" before it.
-      expect(phase, `waits that said "not yet": ${JSON.stringify(Object.fromEntries(waits))}`).toBe("Completed");
-      // kwok finishes a client pod about 1 s after it runs: RunRsyncOperations said "not yet" at least
-      // once, so an event, not a poll, moved it on.
-      expect(waits.get("RunRsyncOperations") ?? 0).toBeGreaterThan(0);
-    } finally {
-      await relay.stop(5_000);
-    }
-  });
+    });
+  }
 });

@@ -174,6 +174,18 @@ describe("followUpAfter", () => {
     }
   });
 
+  it("without a RunResult, an early (pod-driven) forward in a wait phase is checked again after 1 s, then 2 s, then the poll", () => {
+    expect([1, 2, 3, 4].map((early) => followUpAfter(undefined, WAIT_PHASE, { earlyInARow: early }))).toEqual([
+      { kind: "requeue", afterMs: 1_000, why: `recheck ${WAIT_PHASE} after a pod change` },
+      { kind: "requeue", afterMs: 2_000, why: `recheck ${WAIT_PHASE} after a pod change` },
+      { kind: "requeue", afterMs: 3_000, why: `recheck ${WAIT_PHASE} after a pod change` },
+      { kind: "requeue", afterMs: 3_000, why: `recheck ${WAIT_PHASE} after a pod change` },
+    ]);
+    // The relay's own poll setting, not the itinerary's, when it has one.
+    expect(followUpAfter(undefined, WAIT_PHASE, { pollMs: 600_000 })).toMatchObject({ afterMs: 600_000 });
+    expect(followUpAfter(undefined, WAIT_PHASE, { pollMs: 600_000, earlyInARow: 1 })).toMatchObject({ afterMs: 1_000 });
+  });
+
   it("without a RunResult, a phase that does not wait is driven by its phase-change event (nothing scheduled)", () => {
     for (const phase of PHASE_NAMES.filter((p) => !PHASES[p].waits && !isTerminalPhase(p))) {
       expect(followUpAfter(undefined, phase)).toEqual({ kind: "none" });

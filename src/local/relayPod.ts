@@ -9,7 +9,7 @@
  * listens there, notes which pod sent each Invoke call and passes it on to serverless-offline.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -175,6 +175,14 @@ async function destinationPodsKubeconfig(destination: RelayDeploymentOptions["de
 /** Applies the relay's manifests and Secrets on the source; returns at once (see ready()). */
 export async function deployRelay(options: RelayDeploymentOptions): Promise<RelayDeployment> {
   const overlay = writeRelayOverlay(options.image, options.functionName);
+  try {
+    return await applyRelay(options, overlay);
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+}
+
+async function applyRelay(options: RelayDeploymentOptions, overlay: string): Promise<RelayDeployment> {
   const rendered = parseAllDocuments((await kubectl(options.kubeconfigPath, "kustomize", overlay)).stdout).map((d) => d.toJSON() as Record<string, never>);
   const config = rendered.find((d: { kind?: string }) => d.kind === "ConfigMap") as { data?: Record<string, string> } | undefined;
   const dvmNamespace = config?.data?.RELAY_NAMESPACE;

@@ -11,7 +11,9 @@
  * rsync run in the source node's namespace with the same arguments our client uses, no TLS, no pods.
  * Then a Block volume of the same size (random content on a loop device, a local PV on each node) moves
  * the same way, as the device's content, for the Block / file system ratio through the tunnel.
- * MB/s is 10^6 bytes of data set per second.
+ * MB/s is 10^6 bytes of data set per second. Last, on the same clusters, the relay as a pod
+ * (bench/relayPod.ts): its image, its two replicas Ready, and the takeover after the leader pod is
+ * force-deleted mid-migration.
  *
  *   npx tsx bench/nodes.ts                  # 1 GiB
  *   DVM_BENCH_NODES_MIB=256 npx tsx bench/nodes.ts
@@ -42,6 +44,7 @@ import { createPhaseRunner } from "../src/runner/phaseRunner";
 import { parseRsyncProgress } from "../src/transfer/progress";
 import { rsyncClientArgs } from "../src/transfer/rsyncClient";
 import { envNumber } from "./env";
+import { type RelayPodBenchResult, runRelayPodBench } from "./relayPod";
 
 export interface NodesBenchResult {
   bytes: number;
@@ -55,6 +58,7 @@ export interface NodesBenchResult {
   blockPhaseSeconds: number;
   blockPhaseMBps: number;
   blockSessionMBps: number;
+  relayPod: RelayPodBenchResult;
 }
 
 const MiB = 1024 * 1024;
@@ -209,7 +213,7 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       const t0 = performance.now();
       await run("nsenter", [`--target=${source.node.holderPid}`, "--mount", "--net", "--", "rsync", ...args]);
       const plainSeconds = (performance.now() - t0) / 1000;
-      const result: NodesBenchResult = {
+      const result: Omit<NodesBenchResult, "relayPod"> = {
         bytes: data.bytes,
         files: data.files,
         phaseSeconds,
@@ -233,7 +237,8 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       log(
         `ratio, Block / file system through the tunnel: data phase ${(result.blockPhaseMBps / result.phaseMBps).toFixed(2)}, rsync session ${(result.blockSessionMBps / result.rsyncSessionMBps).toFixed(2)}`,
       );
-      return result;
+      const relayPod = await runRelayPodBench({ nodes, dynamoEndpoint: dynamo.endpoint, log });
+      return { ...result, relayPod };
     } finally {
       daemon.kill("SIGKILL");
     }

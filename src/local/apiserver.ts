@@ -39,6 +39,12 @@ export async function startApiServer(opts: {
   bindAddress?: string;
   /** Service addresses; default 198.19.0.0/24 (inside 198.18.0.0/15, like every local address). */
   serviceCidr?: string;
+  /**
+   * The ServiceAccount admission plugin: pods get their account's token mounted, as on any cluster.
+   * Only where a controller-manager creates each namespace's "default" account (node mode); without
+   * one, the plugin would refuse every pod of a new namespace.
+   */
+  serviceAccountAdmission?: boolean;
 }): Promise<ApiServerHandle> {
   const bindAddress = opts.bindAddress ?? "127.0.0.1";
   const port = await findFreePort(bindAddress);
@@ -74,7 +80,7 @@ export async function startApiServer(opts: {
     // kubectl logs and exec reach a real node's kubelet by its fabric address.
     "--kubelet-preferred-address-types=InternalIP",
     "--allow-privileged=true",
-    "--disable-admission-plugins=ServiceAccount",
+    ...(opts.serviceAccountAdmission ? [] : ["--disable-admission-plugins=ServiceAccount"]),
     `--service-account-issuer=${server}/`,
     `--service-account-key-file=${saPub}`,
     `--service-account-signing-key-file=${saKey}`,

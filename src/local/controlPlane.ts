@@ -43,6 +43,12 @@ export interface ControlPlaneOptions {
   bindAddress?: string;
   /** The cluster's Service range; default 198.19.0.0/24. */
   serviceCidr?: string;
+  /**
+   * Pods get their ServiceAccount's token (the API server's ServiceAccount admission), as on a real
+   * cluster. Only with real nodes, whose controller-manager creates each namespace's "default" account
+   * and its kube-root-ca.crt (node mode: the relay Deployment runs in-cluster with its own account).
+   */
+  serviceAccounts?: boolean;
 }
 
 export interface ControlPlane {
@@ -119,6 +125,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       pidFile,
       ...(opts.bindAddress ? { bindAddress: opts.bindAddress } : {}),
       ...(opts.serviceCidr ? { serviceCidr: opts.serviceCidr } : {}),
+      ...(opts.serviceAccounts ? { serviceAccountAdmission: true } : {}),
     });
     children.push(() => api.process);
 

@@ -131,6 +131,32 @@ create_clusters() {
   done
 }
 
+# The storage the smoke migration and the relay-pod node test (test/nodes/relayPod.test.ts) expect: kind's
+# default StorageClass "standard", rancher's local-path provisioner, WaitForFirstConsumer. A PVC stays
+# Pending until its first pod is scheduled and its PV is then bound to that pod's node: the writer pod
+# binds the source PVC, the rsync server pod (the first consumer) the destination's.
+readonly STORAGE_CLASS=standard
+readonly STORAGE_EXPECTED="rancher.io/local-path WaitForFirstConsumer true"
+check_storage() {
+  local context found
+  for context in "$SOURCE_CONTEXT" "$DESTINATION_CONTEXT"; do
+    found=$(kubectl --context "$context" get storageclass "$STORAGE_CLASS" \
+      -o jsonpath='{.provisioner} {.volumeBindingMode} {.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}')
+    [ "$found" = "$STORAGE_EXPECTED" ] ||
+      die "$context: StorageClass $STORAGE_CLASS is '$found', expected '$STORAGE_EXPECTED' (provisioner, binding mode, default)"
+  done
+}
+
+# The PV behind PVC data in $APP_NAMESPACE on a cluster is local-path's: bound to one node.
+check_local_volume() { # context
+  local pv node
+  pv=$(kubectl --context "$1" -n "$APP_NAMESPACE" get pvc data -o jsonpath='{.spec.volumeName}')
+  [ -n "$pv" ] || die "$1: PVC $APP_NAMESPACE/data is not bound"
+  node=$(kubectl --context "$1" get pv "$pv" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchFields[0].values[0]}{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}')
+  [ -n "$node" ] || die "$1: PV $pv of $APP_NAMESPACE/data has no node affinity (not local-path's)"
+  say "smoke: $1: PVC $APP_NAMESPACE/data on PV $pv, bound to node $node"
+}
+
 install_cluster_resources() {
   say "CRDs on the host; infra/deploy/k8s/remote on the destination; the namespace on the host"
   src apply -f infra/deploy/crds/
@@ -208,6 +234,7 @@ wait_for_relay() {
 up() {
   preflight
   create_clusters
+  check_storage
   install_cluster_resources
   start_localstack
   relay_secrets
@@ -217,7 +244,7 @@ up() {
 }
 
 # One real migration through the deployed stack: a file written on the source PVC must arrive on the
-# destination PVC. kind's "standard" storage class (local-path) provisions both sides.
+# destination PVC. kind's "standard" storage class (local-path, WaitForFirstConsumer) provisions both sides.
 smoke() {
   local marker dest_ip phase itinerary deadline last=""
   marker="dvm-e2e-$(date +%s)-$RANDOM"
@@ -233,7 +260,7 @@ kind: PersistentVolumeClaim
 metadata: {name: data, namespace: $APP_NAMESPACE}
 spec:
   accessModes: [ReadWriteOnce]
-  storageClassName: standard
+  storageClassName: $STORAGE_CLASS
   resources: {requests: {storage: 64Mi}}
 ---
 apiVersion: v1
@@ -248,7 +275,9 @@ spec:
     volumeMounts: [{name: data, mountPath: /data}]
   volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
 EOF
+  # WaitForFirstConsumer: the PVC binds when the writer is scheduled, so wait for the pod, not the PVC.
   src -n "$APP_NAMESPACE" wait --for=jsonpath='{.status.phase}'=Succeeded pod/writer --timeout=180s
+  check_local_volume "$SOURCE_CONTEXT"
 
   say "smoke: the destination's kubeconfig Secret (dvm-transfer identity) and the DVM"
   write_kubeconfig "$WORK_DIR/destination-transfer.kubeconfig" "https://$dest_ip:6443" \
@@ -267,7 +296,7 @@ spec:
   persistentVolumeClaims:
   - name: data
     namespace: $APP_NAMESPACE
-    targetStorageClass: standard
+    targetStorageClass: $STORAGE_CLASS
     targetAccessModes: [ReadWriteOnce]
 EOF
 
@@ -284,6 +313,8 @@ EOF
   [ "$itinerary" = VolumeMigration ] || die "the DVM finished on the $itinerary itinerary: $(src -n "$DVM_NAMESPACE" get dvm e2e-move -o jsonpath='{.status.conditions}')"
 
   say "smoke: the data on the destination"
+  # The rsync server pod was the destination PVC's first consumer: it is bound, to the node that ran it.
+  check_local_volume "$DESTINATION_CONTEXT"
   dst -n "$APP_NAMESPACE" delete pod reader --ignore-not-found >/dev/null
   dst apply -f - >/dev/null <<EOF
 apiVersion: v1

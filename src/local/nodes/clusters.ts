@@ -95,6 +95,7 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
           name: node.name,
           binDir,
           withKwok: false,
+          serviceAccounts: true,
           bindAddress: plan.bridgeIp,
           serviceCidr: node.serviceCidr,
           logDir: join(logRoot, node.name),

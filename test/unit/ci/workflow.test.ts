@@ -28,6 +28,7 @@ const SCRIPTS = [
   ".ci/external-endpoints.sh",
   "infra/dev/controlplane/build.sh",
   "infra/dev/nodes/images.sh",
+  "infra/dev/nodes/relay-image.sh",
   "infra/dev/lib/build-steps.sh",
   "infra/dev/nodes/teardown.sh",
 ];

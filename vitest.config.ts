@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 // (DynamoDB Local, kube-apiserver + etcd + kwok, rsync, stunnel), which the global setups start once per run
 // unless the environment points at existing ones (AWS_ENDPOINT_URL*, KUBECONFIG); and nodes, whole
 // migrations on real pods (node mode, src/local/nodes); and deployed, the stack deployed with osls to moto's AWS
-// API emulator.
+// API emulator, its phase artifact driving a migration on the same node clusters.
 export default defineConfig({
   test: {
     projects: [
@@ -41,7 +41,8 @@ export default defineConfig({
           // The stack as osls deploys it, against moto's AWS API emulator (docs/operations.md, "Dry run").
           name: "deployed",
           include: ["test/deployed/**/*.test.ts"],
-          globalSetup: ["test/setup/moto.ts"],
+          // moto, and for the migration on real pods the node clusters (the nodes project's, when both run).
+          globalSetup: ["test/setup/moto.ts", "test/setup/deployedNodes.ts"],
           testTimeout: 300_000,
           hookTimeout: 600_000,
           // One moto for the run, whose IAM enforcement is server-wide: files one after another.

@@ -3,6 +3,12 @@
  * "destination", each a real kubelet + containerd + runc in its own network namespace, with the transfer
  * image built from Debian's packages. A machine that cannot run them fails the project with the reason:
  * these tests are the only proof that bytes move, so they never skip quietly.
+ *
+ * The `deployed` project's migration on real pods uses the same clusters (test/setup/deployedNodes.ts).
+ * vitest runs every project's global setup in one process before any file and their teardowns at the
+ * end, and runs the files of these projects one at a time; so the clusters are started once per process
+ * and shared: a second project's setup gets the same ones, and the last teardown stops them. One
+ * `npm test` thus never holds two node-cluster sets (two slots, twice the kubelets on the same cores).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +19,7 @@ import { startNodeClusters } from "../../src/local/nodes/clusters";
 import { nodeModeSupport } from "../../src/local/nodes/host";
 import { ensureNodeImages } from "../../src/local/nodes/images";
 import type { SlotPlan } from "../../src/local/nodes/plan";
-import type { ProvidedCluster } from "./clusters";
+import type { ProvidedCluster, ProvidedClusters } from "./clusters";
 
 export interface ProvidedNode {
   /** Pid of the node's mount-namespace holder: /proc/<pid>/root is the node's file system. */
@@ -47,9 +53,54 @@ declare module "vitest" {
   }
 }
 
-export default async function setup({ provide }: TestProject): Promise<() => Promise<void>> {
+interface StartedNodes {
+  clusters: ProvidedClusters;
+  nodes: ProvidedNodes;
+  stop(): Promise<void>;
+}
+
+/** This process's node clusters: started by the first setup that asks, stopped when the last lets go. */
+interface SharedNodes {
+  started: Promise<StartedNodes>;
+  users: number;
+}
+const SHARED = Symbol.for("dvm.test.nodeClusters");
+const shared = globalThis as { [SHARED]?: SharedNodes };
+
+/** Why node mode cannot run here, or undefined when it can. */
+export function nodeModeUnsupported(): string | undefined {
   const support = nodeModeSupport(defaultBinDir());
-  if (!support.ok) throw new Error(`the nodes project runs real pods and cannot here: ${support.reason}`);
+  return support.ok ? undefined : support.reason;
+}
+
+/** Provides "clusters" and "nodes" to `project` from this process's node clusters; returns its teardown. */
+export async function provideNodeClusters(project: TestProject): Promise<() => Promise<void>> {
+  let entry = shared[SHARED];
+  if (entry) entry.users++;
+  else {
+    entry = { started: startNodes(), users: 1 };
+    shared[SHARED] = entry;
+  }
+  const own = entry;
+  const release = async () => {
+    own.users--;
+    if (own.users > 0) return;
+    delete shared[SHARED];
+    await (await own.started.catch(() => undefined))?.stop();
+  };
+  let started: StartedNodes;
+  try {
+    started = await own.started;
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  project.provide("clusters", started.clusters);
+  project.provide("nodes", started.nodes);
+  return release;
+}
+
+async function startNodes(): Promise<StartedNodes> {
   const say = (line: string) => console.error(`[nodes] ${line}`);
   const images = await ensureNodeImages({ onProgress: say });
   const logDir = mkdtempSync(join(tmpdir(), "dvm-nodes-logs-"));
@@ -67,19 +118,27 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     netns,
     containerdSocket: c.node.containerdSocket,
   });
-  provide("clusters", { local: true, source: cluster(source), destination: cluster(destination) });
-  provide("nodes", {
-    source: node(source, nodes.plan.nodes[0]!.netns),
-    destination: node(destination, nodes.plan.nodes[1]!.netns),
-    transferImage: images.transferImage,
-    pauseImage: images.pauseImage,
-    storageClass: "standard",
-    supernet: nodes.plan.supernet,
-    plan: nodes.plan,
-    stateDir: nodes.stateDir,
-  });
-  return async () => {
-    await nodes.stop();
-    if (!process.env.DVM_KEEP_LOGS) rmSync(logDir, { recursive: true, force: true });
+  return {
+    clusters: { local: true, source: cluster(source), destination: cluster(destination) },
+    nodes: {
+      source: node(source, nodes.plan.nodes[0]!.netns),
+      destination: node(destination, nodes.plan.nodes[1]!.netns),
+      transferImage: images.transferImage,
+      pauseImage: images.pauseImage,
+      storageClass: "standard",
+      supernet: nodes.plan.supernet,
+      plan: nodes.plan,
+      stateDir: nodes.stateDir,
+    },
+    stop: async () => {
+      await nodes.stop();
+      if (!process.env.DVM_KEEP_LOGS) rmSync(logDir, { recursive: true, force: true });
+    },
   };
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const unsupported = nodeModeUnsupported();
+  if (unsupported) throw new Error(`the nodes project runs real pods and cannot here: ${unsupported}`);
+  return provideNodeClusters(project);
 }

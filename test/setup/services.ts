@@ -1,8 +1,9 @@
 /**
  * Which real services this test run starts. Default: all of them. DVM_TEST_SERVICES=dynamo (or
- * "clusters", or "none") narrows it while working on one part.
+ * "clusters", "nodes", or "none") narrows it while working on one part. "nodes" is the deployed
+ * project's node-mode clusters (the nodes project always starts its own).
  */
-export type TestService = "dynamo" | "clusters";
+export type TestService = "dynamo" | "clusters" | "nodes";
 
 export function wantsService(service: TestService): boolean {
   const wanted = process.env.DVM_TEST_SERVICES;

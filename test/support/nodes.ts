@@ -56,6 +56,20 @@ export interface NodeMigrations {
 export const NODE_ADMIN_NAMESPACE = "dvm-system";
 
 /**
+ * The admin namespace and the destination's kubeconfig in a Secret there; returns the spec fields that
+ * send a DVM to the destination cluster over a NodePort.
+ */
+export async function prepareDestination(clusters: TestClusters, run: string): Promise<NodeMigrations["toDestination"]> {
+  await ensureNamespace(clusters.source, NODE_ADMIN_NAMESPACE);
+  const secret = `destination-${run}`;
+  await clusters.source.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: NODE_ADMIN_NAMESPACE,
+    body: { metadata: { name: secret }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
+  });
+  return { destinationCluster: { kubeconfigSecretRef: { name: secret } }, endpointType: "NodePort" };
+}
+
+/**
  * What every migration test on the node clusters starts from: a fresh ledger table, the real runner with
  * the operator's default policy (the transfer image built here as the default), the admin namespace and
  * the destination's kubeconfig in a Secret there.
@@ -69,16 +83,11 @@ export async function startNodeMigrations(clusters: TestClusters, nodes: Provide
     leaseMs: 120_000,
     policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage },
   });
-  await ensureNamespace(clusters.source, NODE_ADMIN_NAMESPACE);
-  const secret = `destination-${run}`;
-  await clusters.source.makeApiClient(CoreV1Api).createNamespacedSecret({
-    namespace: NODE_ADMIN_NAMESPACE,
-    body: { metadata: { name: secret }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
-  });
+  const toDestination = await prepareDestination(clusters, run);
   return {
     runner,
     table,
-    toDestination: { destinationCluster: { kubeconfigSecretRef: { name: secret } }, endpointType: "NodePort" },
+    toDestination,
     async migrate(name, spec) {
       const dvm = await createDvm(clusters.source, NODE_ADMIN_NAMESPACE, name, spec);
       await driveToCompletion(runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });

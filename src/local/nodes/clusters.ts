@@ -8,7 +8,7 @@
  * (or, if this process dies, a watchdog) runs infra/dev/nodes/teardown.sh, which removes all of it; a slot left
  * by a crashed owner is torn down before reuse.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type KubeConfig, StorageV1Api } from "@kubernetes/client-node";
@@ -21,6 +21,11 @@ import { type RealNode, startNode } from "./node";
 import { MAX_SLOTS, type SlotPlan, slotPlan } from "./plan";
 
 const TEARDOWN = fileURLToPath(new URL("../../../infra/dev/nodes/teardown.sh", import.meta.url));
+/**
+ * How long a slot's teardown may take: it stops every node's pods, containerd and kubelet and removes
+ * their namespaces, which took 80 s on a machine at load 20; cut short, it left the slot half built.
+ */
+const TEARDOWN_TIMEOUT_MS = 300_000;
 export const NODES_STATE_ROOT = "/var/tmp/dvm-nodes";
 /** The StorageClass every node-mode cluster has: host-path volumes from the controller-manager. */
 export const NODE_STORAGE_CLASS = "standard";
@@ -65,11 +70,12 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
   writeFileSync(join(stateDir, "plan.env"), `BRIDGE=${plan.bridge}\nNETNS="${plan.nodes.map((n) => n.netns).join(" ")}"\n`);
   const logRoot = options.logDir ?? join(stateDir, "logs");
   mkdirSync(logRoot, { recursive: true });
-  // Outlives a SIGKILLed owner: then it tears the slot down.
+  // Outlives a SIGKILLed owner: then it tears the slot down (as a child, not exec'd, so its command line
+  // still names the owner while it runs: watchdogRunning).
   const watchdog = spawnLogged({
     name: `dvm-nodes-slot${slot}-watchdog`,
     command: "sh",
-    args: ["-c", 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" "$3"', "watchdog", String(process.pid), TEARDOWN, stateDir],
+    args: ["-c", 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; bash "$2" "$3"', "watchdog", String(process.pid), TEARDOWN, stateDir],
     logFile: join(logRoot, "watchdog.log"),
     outlivesParent: true,
   });
@@ -79,10 +85,15 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
     if (stopped) return;
     stopped = true;
     say("stopping the node clusters");
-    await host("bash", [TEARDOWN, stateDir], { timeoutMs: 60_000 });
-    await Promise.all(planes.map((p) => p.stop()));
-    await stopProcess(watchdog, 1_000);
-    rmSync(lockFile(slot), { force: true });
+    try {
+      await host("bash", [TEARDOWN, stateDir], { timeoutMs: TEARDOWN_TIMEOUT_MS });
+    } finally {
+      // Even after a failed teardown: a watchdog left behind would tear the slot down later, under the
+      // next owner (the next owner's own teardown, before it builds, removes what this one left).
+      await Promise.all(planes.map((p) => p.stop()));
+      await stopProcess(watchdog, 1_000);
+      rmSync(lockFile(slot), { force: true });
+    }
   };
 
   try {
@@ -168,6 +179,24 @@ function lockFile(slot: number): string {
   return join(NODES_STATE_ROOT, `slot${slot}.lock`);
 }
 
+/**
+ * Whether the watchdog of a dead owner is still tearing its slot down: taking the slot meanwhile would let
+ * that teardown remove the new owner's network. Its command line names the owner's pid after "watchdog".
+ */
+function watchdogRunning(owner: number): boolean {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const at = args.indexOf("watchdog");
+      if (at >= 0 && args[at + 1] === String(owner) && args.includes(TEARDOWN)) return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -188,9 +217,9 @@ async function acquireSlot(): Promise<{ slot: number; stateDir: string }> {
       fd = openSync(lock, "wx");
     } catch {
       const owner = Number(readFileSync(lock, "utf8").trim());
-      if (Number.isInteger(owner) && owner > 0 && alive(owner)) continue;
+      if (Number.isInteger(owner) && owner > 0 && (alive(owner) || watchdogRunning(owner))) continue;
       // Stale: its owner died. Remove what it left, then take the slot.
-      await host("bash", [TEARDOWN, stateDir], { timeoutMs: 60_000 });
+      await host("bash", [TEARDOWN, stateDir], { timeoutMs: TEARDOWN_TIMEOUT_MS });
       rmSync(lock, { force: true });
       try {
         fd = openSync(lock, "wx");
@@ -200,7 +229,7 @@ async function acquireSlot(): Promise<{ slot: number; stateDir: string }> {
     }
     writeSync(fd, `${process.pid}\n`);
     closeSync(fd);
-    await host("bash", [TEARDOWN, stateDir], { timeoutMs: 60_000 });
+    await host("bash", [TEARDOWN, stateDir], { timeoutMs: TEARDOWN_TIMEOUT_MS });
     mkdirSync(stateDir, { recursive: true });
     return { slot, stateDir };
   }

@@ -32,6 +32,8 @@ export const PACKAGES = [
   { name: "stunnel4", commands: ["stunnel4", "stunnel"], for: "test" },
   // The HTTP CONNECT proxy between the node clusters in test/nodes/proxy.test.ts.
   { name: "tinyproxy", commands: ["tinyproxy"], for: "test" },
+  // The real Prometheus that scrapes the relay's /metrics in test/integration/prometheus.test.ts.
+  { name: "prometheus", commands: ["prometheus"], for: "test" },
   { name: "openssl", commands: ["openssl"], for: "test" },
   { name: "shellcheck", commands: ["shellcheck"], for: "test" },
   // aws-lambda-ric builds curl (autotools) and aws-lambda-cpp (cmake) from its own archives
@@ -120,6 +122,9 @@ function aptInstall(names) {
     const result = spawnSync("apt-get", args, { stdio: "inherit", env: aptEnv });
     if (result.status !== 0) throw new SetupError(`apt-get ${args.join(" ")} failed`);
   }
+  // Debian's package starts a Prometheus service (on systemd machines, e.g. CI runners): the test starts
+  // its own on a free loopback port, so the service is stopped and left off.
+  if (names.includes("prometheus") && onPath("systemctl")) spawnSync("systemctl", ["disable", "--now", "prometheus"], { stdio: "inherit" });
 }
 
 /** @param {Context} ctx */

@@ -79,6 +79,7 @@ export const ENV = {
   relayHealthPort: "RELAY_HEALTH_PORT",
   relayResyncMs: "RELAY_RESYNC_MS",
   relayConcurrency: "RELAY_CONCURRENCY",
+  relayMetricsMaxDvmSeries: "RELAY_METRICS_MAX_DVM_SERIES",
   relayPodClusters: "RELAY_POD_CLUSTERS",
   relayLeaderElection: "RELAY_LEADER_ELECTION",
   relayLeaseName: "RELAY_LEASE_NAME",

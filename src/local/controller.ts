@@ -146,6 +146,7 @@ export async function startLocalController(options: LocalControllerOptions): Pro
         healthPort,
         resyncMs: 30_000,
         concurrency: 16,
+        metricsMaxDvmSeries: 1_000,
         podClusters: embedded ? [{ name: "destination", kubeconfigPath: embedded.destinationKubeconfig }] : (options.podClusters ?? []),
         leaderElection: { enabled: true, namespace: "default", name: "dvm-relay", identity: `${hostname()}-${process.pid}`, ...LEADER_ELECTION_DEFAULTS },
       },

@@ -7,6 +7,7 @@ import { hostname } from "node:os";
 import { z } from "zod";
 import { blankIsUnset, ENV, type Environment, type LogLevel, logLevel, parseEnvironment } from "../config/environment";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, leaderElectionTimingProblem } from "./leaderElection";
+import { DEFAULT_MAX_DVM_SERIES } from "./metrics";
 
 const dnsLabel = z
   .string()
@@ -38,6 +39,8 @@ const EnvSchema = z
     /** Periodic resync of every live DVM, ms; 0 turns it off. */
     [ENV.relayResyncMs]: z.preprocess(blankIsUnset, intFrom(0, 86_400_000).default(60_000)),
     [ENV.relayConcurrency]: z.preprocess(blankIsUnset, intFrom(1, 1_000).default(16)),
+    /** DVMs with per-DVM series on /metrics (phase, bytes, rate); 0: none. Bounds the exposition's size. */
+    [ENV.relayMetricsMaxDvmSeries]: z.preprocess(blankIsUnset, intFrom(0, 100_000).default(DEFAULT_MAX_DVM_SERIES)),
     /** More clusters to watch pods on: "name=/path/to/kubeconfig,name2=/path2". */
     [ENV.relayPodClusters]: z.preprocess(
       blankIsUnset,
@@ -107,6 +110,8 @@ export interface RelayConfig {
   healthPort: number;
   resyncMs: number;
   concurrency: number;
+  /** DVMs with per-DVM series on /metrics (src/relay/metrics.ts). */
+  metricsMaxDvmSeries: number;
   podClusters: Array<{ name: string; kubeconfigPath: string }>;
   leaderElection: RelayLeaderElection;
 }
@@ -130,6 +135,7 @@ export function parseRelayEnv(env: Environment): RelayConfig {
     healthPort: e[ENV.relayHealthPort],
     resyncMs: e[ENV.relayResyncMs],
     concurrency: e[ENV.relayConcurrency],
+    metricsMaxDvmSeries: e[ENV.relayMetricsMaxDvmSeries],
     podClusters: (e[ENV.relayPodClusters] ?? "")
       .split(",")
       .filter((pair) => pair.length > 0)

@@ -2,7 +2,7 @@
  * Liveness and readiness for the relay's Deployment: /healthz answers while the process runs,
  * /readyz only while the DVM watch is synced and open, or, for a standby, while it can reach its Lease
  * (ready to take over, not forwarding). Both carry the replica's role and stats as JSON, so a `curl` is
- * enough to see what it is doing.
+ * enough to see what it is doing. /metrics serves the Prometheus metrics when given (src/relay/metrics.ts).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -18,6 +18,8 @@ export interface HealthServerOptions {
   role?: () => string;
   /** Anything JSON-serialisable, e.g. relay.stats(). */
   stats: () => unknown;
+  /** The Prometheus exposition for /metrics (RelayMetrics.render); absent: /metrics is 404. */
+  metrics?: () => Promise<{ contentType: string; body: string }>;
 }
 
 export interface HealthServer {
@@ -36,6 +38,16 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     };
     try {
       if (req.method !== "GET" && req.method !== "HEAD") return send(405, { error: "method not allowed" });
+      if (path === "/metrics" && options.metrics) {
+        options.metrics().then(
+          ({ contentType, body }) => {
+            res.writeHead(200, { "content-type": contentType, "cache-control": "no-store" });
+            res.end(req.method === "HEAD" ? undefined : body);
+          },
+          (error: unknown) => send(500, { error: error instanceof Error ? error.message : String(error) }),
+        );
+        return;
+      }
       const role = options.role ? { role: options.role() } : {};
       if (path === "/healthz") return send(200, { status: "ok", ...role, stats: options.stats() });
       if (path === "/readyz") {

@@ -17,6 +17,7 @@ import { parseRelayEnv, type RelayConfig, relayEnvironment } from "./config";
 import { startHealthServer } from "./health";
 import { functionPerPhase, LambdaTransport, sharedFunction } from "./lambdaTransport";
 import { KubeLeaseStore } from "./leaseStore";
+import { RelayMetrics } from "./metrics";
 import { RelayReplica } from "./replica";
 
 /** The host cluster: KUBECONFIG when set, the pod's service account in a cluster, else ~/.kube/config. */
@@ -50,7 +51,9 @@ export async function runRelay(config: RelayConfig, log: Logger, options: RunRel
     log,
   });
   const { leaderElection } = config;
-  const replica = new RelayReplica({
+  // The gauges read the replica at scrape time; it exists by the first scrape (the server starts after it).
+  const metrics = new RelayMetrics({ maxDvmSeries: config.metricsMaxDvmSeries, source: () => replica.stats() });
+  const replica: RelayReplica = new RelayReplica({
     relay: {
       kubeConfig,
       transport,
@@ -59,17 +62,20 @@ export async function runRelay(config: RelayConfig, log: Logger, options: RunRel
       resyncMs: config.resyncMs,
       concurrency: config.concurrency,
       log,
+      metrics,
     },
     ...(leaderElection.enabled
       ? { election: { ...leaderElection, store: new KubeLeaseStore(kubeConfig, leaderElection.namespace, leaderElection.name) } }
       : {}),
     log,
+    metrics,
   });
   const health = await startHealthServer({
     port: config.healthPort,
     ready: () => replica.ready(),
     role: () => replica.role(),
     stats: () => replica.stats(),
+    metrics: () => metrics.render(),
   });
   replica.start();
   log.info("relay running", {

@@ -72,3 +72,21 @@ export function objectKey(object: unknown): string {
   const name = typeof metadata?.name === "string" ? metadata.name : "?";
   return typeof metadata?.namespace === "string" ? `${metadata.namespace}/${name}` : name;
 }
+
+/** A DVM's overall progress (status.progress): three numbers, for the relay's metrics; nothing else is kept. */
+export interface DvmProgress {
+  bytesTransferred?: number;
+  totalBytes?: number;
+  bytesPerSecond?: number;
+}
+
+/** status.progress's numbers from a watch event's DVM; a field that is not a finite number >= 0 is left out. */
+export function dvmProgressOf(object: unknown): DvmProgress | undefined {
+  const progress = (object as { status?: { progress?: unknown } } | null | undefined)?.status?.progress;
+  if (typeof progress !== "object" || progress === null) return undefined;
+  const read = (field: keyof DvmProgress) => {
+    const value = (progress as Record<string, unknown>)[field];
+    return typeof value === "number" && Number.isFinite(value) && value >= 0 ? { [field]: value } : {};
+  };
+  return { ...read("bytesTransferred"), ...read("totalBytes"), ...read("bytesPerSecond") };
+}

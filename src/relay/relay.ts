@@ -13,7 +13,8 @@ import { jsonLogger, type Logger } from "../log";
 import type { ReconcileRequest } from "../runner/request";
 import { type BackoffOptions, backoffDelay } from "./backoff";
 import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
-import { type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
+import { NO_RELAY_METRICS, type RelayMetricsHooks } from "./metrics";
+import { type DvmProgress, dvmProgressOf, type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
 import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
 import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, recordForward, requestPhase } from "./schedule";
@@ -56,6 +57,8 @@ export interface RelayOptions {
   pollMs?: number;
   /** Default: JSON lines on stdout with component "relay". */
   log?: Logger;
+  /** Where forwards, triggers and per-DVM progress are counted (src/relay/metrics.ts). Default: nowhere. */
+  metrics?: RelayMetricsHooks;
   clock?: Clock;
 }
 
@@ -113,6 +116,7 @@ interface LiveDvm {
 export class Relay {
   private readonly log: Logger;
   private readonly clock: Clock;
+  private readonly metrics: RelayMetricsHooks;
   private readonly live = new Map<string, LiveDvm>();
   private readonly queue: WorkQueue<string, string>;
   private readonly watches: ListWatch[] = [];
@@ -127,6 +131,7 @@ export class Relay {
     this.log = options.log ?? jsonLogger({ component: "relay" });
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? POLL_REQUEUE_MS;
+    this.metrics = options.metrics ?? NO_RELAY_METRICS;
     this.queue = new WorkQueue<string, string>({
       concurrency: options.concurrency ?? RELAY_DEFAULTS.concurrency,
       handler: (uid, reason) => this.forward(uid, reason),
@@ -254,7 +259,7 @@ export class Relay {
       this.forget(dvm.uid, type === "DELETED" ? "deleted" : `phase ${dvm.phase}`);
       return;
     }
-    this.observe(dvm);
+    this.observe(dvm, dvmProgressOf(object));
     this.trigger(dvm.uid, `${type.toLowerCase()} rv=${dvm.resourceVersion}`);
   }
 
@@ -312,7 +317,8 @@ export class Relay {
     return parsed.dvm;
   }
 
-  private observe(dvm: ObservedDvm): void {
+  private observe(dvm: ObservedDvm, progress?: DvmProgress): void {
+    this.metrics.dvmObserved(dvm, progress);
     const entry = this.live.get(dvm.uid);
     if (entry) entry.dvm = dvm;
     else this.live.set(dvm.uid, { dvm, failures: 0 });
@@ -326,6 +332,7 @@ export class Relay {
     const entry = this.live.get(uid);
     if (!entry || this.stopping) return;
     const delay = forwardDelay(this.clock.now(), entry.dvm, entry.lastForward, { podChange, pollMs: this.pollMs });
+    this.metrics.triggered(this.queue.has(uid));
     if (delay === 0) this.queue.add(uid, reason);
     else this.queue.addAfter(uid, reason, delay);
   }
@@ -336,6 +343,7 @@ export class Relay {
 
   private forget(uid: string, why: string): void {
     const known = this.live.delete(uid);
+    this.metrics.dvmForgotten(uid);
     this.queue.forget(uid);
     if (known) this.log.debug("forgot DVM", { uid, why });
   }
@@ -361,10 +369,12 @@ export class Relay {
     const log = this.log.child({ uid, dvm: `${dvm.namespace}/${dvm.name}`, phase: dvm.phase ?? "(none)" });
 
     let result: Awaited<ReturnType<RelayTransport["forward"]>>;
+    const seconds = () => (this.clock.now() - forwarded.at) / 1000;
     try {
       result = await this.options.transport.forward(request, guess);
     } catch (error) {
       this.counters.errors += 1;
+      this.metrics.forwardFailed(seconds(), error);
       // Forgotten (deleted, completed) while in flight: nothing to retry.
       if (this.live.get(uid) !== entry) return;
       entry.failures += 1;
@@ -374,6 +384,7 @@ export class Relay {
       return;
     }
     this.counters.forwarded += 1;
+    this.metrics.forwarded(seconds(), result?.kind ?? "accepted");
     log.debug("forwarded", { reason, result: result?.kind ?? "(accepted)" });
     if (this.live.get(uid) !== entry) return;
     entry.failures = 0;

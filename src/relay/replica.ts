@@ -6,6 +6,7 @@
 import type { Logger } from "../log";
 import { type LeaderElectionTiming, LeaderElector, type LeadershipStats } from "./leaderElection";
 import type { LeaseStore } from "./leaseStore";
+import type { LeadershipHooks } from "./metrics";
 import { RELAY_DEFAULTS, Relay, type RelayOptions, type RelayStats } from "./relay";
 
 export type ReplicaRole = "leader" | "standby" | "only replica";
@@ -23,6 +24,8 @@ export interface RelayReplicaOptions {
   /** Absent: this is the only replica and always forwards. */
   election?: ReplicaElection;
   log: Logger;
+  /** Told when this replica starts or stops leading (src/relay/metrics.ts). */
+  metrics?: LeadershipHooks;
 }
 
 export class RelayReplica {
@@ -38,11 +41,16 @@ export class RelayReplica {
     this.elector = new LeaderElector({
       ...election,
       log: options.log,
-      onStartedLeading: () => this.startRelay(),
+      onStartedLeading: () => {
+        options.metrics?.leadershipChanged(true);
+        this.startRelay();
+      },
       onStoppedLeading: async (why) => {
         const relay = this.relay;
         this.relay = undefined;
         await relay?.stop(why === "stopping" ? undefined : stepDownTimeoutMs);
+        // After the stop: a watch event still arriving while it winds down would bring a series back.
+        options.metrics?.leadershipChanged(false);
       },
     });
   }

@@ -167,6 +167,7 @@ describe.skipIf(
         concurrency: RELAY_CONCURRENCY,
         podClusters: [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
         leaderElection: { enabled: false },
+        metricsMaxDvmSeries: 1_000,
       },
       silentLogger,
       { lambda: { endpoint: api.endpoint, region: moto!.region, credentials: await roleSession(Role!.Arn!, "relay") } },

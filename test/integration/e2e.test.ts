@@ -57,5 +57,16 @@ describe("the controller on the real stack", () => {
     const health = (await (await fetch(controller.healthUrl)).json()) as { status: string; stats: { errors: number; forwarded: number } };
     expect(health.status).toBe("ready");
     expect(health.stats.forwarded).toBeGreaterThanOrEqual(history.length);
+    // The same relay's /metrics (src/relay/metrics.ts): its forwards by result add up to the stats, and the
+    // completed DVM's series are gone once the relay has seen the Completed event.
+    const exposition = await until(
+      "the completed DVM to leave /metrics",
+      async () => (await fetch(controller.healthUrl.replace(/\/readyz$/, "/metrics"))).text(),
+      (text) => !text.includes(created.metadata.uid),
+    );
+    const forwards = [...exposition.matchAll(/^dvm_relay_forwards_total\{result="([a-z]+)"\} (\d+)$/gm)].map((m) => ({ result: m[1], count: Number(m[2]) }));
+    expect(forwards.find((f) => f.result === "advanced")?.count).toBeGreaterThan(0);
+    expect(forwards.reduce((sum, f) => sum + f.count, 0)).toBeGreaterThanOrEqual(history.length);
+    expect(exposition).toMatch(/^dvm_relay_invoke_duration_seconds_count\{outcome="ok"\} [1-9]/m);
   });
 });

@@ -153,6 +153,7 @@ describe.skipIf(
           healthPort: await findFreePort(),
           resyncMs: 30_000,
           concurrency: 16,
+          metricsMaxDvmSeries: 1_000,
           podClusters: fixture.sameCluster ? [] : [{ name: "destination", kubeconfigPath: clusters.info.destination.kubeconfigPath }],
           leaderElection: { enabled: false },
         },

@@ -48,6 +48,7 @@ describe("bootstrap", () => {
         "libtool",
         "openjdk-17-jre-headless",
         "openssl",
+        "prometheus",
         "rsync",
         "runc",
         "shellcheck",

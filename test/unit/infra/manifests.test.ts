@@ -10,7 +10,7 @@
  * - the image (infra/deploy/relay/Dockerfile) and the kind configs agree with the manifests and infra/dev/kind/e2e.sh.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
@@ -365,14 +365,36 @@ describe("kustomizations", () => {
     return seen;
   }
 
-  it("the host (infra/deploy/k8s) and remote (infra/deploy/k8s/remote) builds together cover every manifest, each once per build", () => {
+  /** The optional metrics component's files (a kustomize Component, not in the default build). */
+  function componentFiles(dir: string): string[] {
+    const component = docsOf(join(dir, "kustomization.yaml"))[0]!;
+    expect(component).toMatchObject({ apiVersion: "kustomize.config.k8s.io/v1alpha1", kind: "Component" });
+    return (component.resources as string[]).map((entry) => relative(ROOT, resolve(dir, entry)));
+  }
+
+  it("the host (infra/deploy/k8s) and remote (infra/deploy/k8s/remote) builds and the metrics component together cover every manifest, each once per build", () => {
     const host = resourcesOf(K8S);
     const remote = resourcesOf(join(K8S, "remote"));
+    const metrics = componentFiles(join(K8S, "metrics"));
     expect(new Set(host).size).toBe(host.length);
     expect(new Set(remote).size).toBe(remote.length);
-    expect([...new Set([...host, ...remote, TRIGGER_BINDING_TEMPLATE])].sort()).toEqual(manifestFiles.map((f) => relative(ROOT, f)).sort());
+    // Optional: the default `kubectl apply -k infra/deploy/k8s` has no ServiceMonitor (its CRD may be absent).
+    expect(host.filter((f) => metrics.includes(f))).toEqual([]);
+    expect([...new Set([...host, ...remote, ...metrics, TRIGGER_BINDING_TEMPLATE])].sort()).toEqual(manifestFiles.map((f) => relative(ROOT, f)).sort());
     // The remote clusters get no relay Deployment and no host roles.
     expect(remote.filter((f) => /relay-|phase-functions|trigger/.test(f))).toEqual([]);
+  });
+
+  it("the metrics component's Service reaches the relay's health port and its ServiceMonitor selects that Service", () => {
+    const deployment = find("Deployment", "dvm-relay");
+    const service = find("Service", "dvm-relay-metrics");
+    const monitor = find("ServiceMonitor", "dvm-relay");
+    expect(deployment.spec.template.metadata.labels).toMatchObject(service.spec.selector);
+    const healthPort = deployment.spec.template.spec.containers[0].ports.find((p: Doc) => p.name === service.spec.ports[0].targetPort);
+    expect(healthPort?.containerPort).toBe(DEFAULT_HEALTH_PORT);
+    expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
+    expect(monitor.spec.namespaceSelector.matchNames).toEqual([service.metadata.namespace]);
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: service.spec.ports[0].name, path: "/metrics" })]);
   });
 
   it("the kind overlay builds on infra/deploy/k8s and only replaces keys that exist", () => {
@@ -402,33 +424,49 @@ describe("kustomizations", () => {
       kubectl,
       "kubectl kustomize renders the builds; CI does not install kubectl, infra/dev/kind/e2e.sh runs this path",
     ),
-  )("kubectl kustomize renders each build with the objects expected", () => {
-    const render = (dir: string) => {
-      const out = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
-      expect(out.status, out.stderr).toBe(0);
-      return parseAllDocuments(out.stdout)
-        .map((d) => d.toJS() as Doc)
-        .map((d) => `${d.kind}/${d.metadata.name}`)
-        .sort();
-    };
-    const host = render(K8S);
-    expect(host).toContain("Deployment/dvm-relay");
-    expect(host).toContain("ClusterRole/dvm-transfer");
-    expect(render(join(K8S, "remote"))).toEqual(
-      [
-        "Namespace/dvm-system",
-        "ClusterRole/dvm-transfer",
-        "ServiceAccount/dvm-transfer",
-        "Secret/dvm-transfer-token",
-        "ClusterRoleBinding/dvm-transfer",
-        "ServiceAccount/dvm-relay-pods",
-        "Secret/dvm-relay-pods-token",
-        "ClusterRole/dvm-relay-pods",
-        "ClusterRoleBinding/dvm-relay-pods",
-      ].sort(),
-    );
-    expect(render(join(KIND, "host"))).toEqual(host);
-  });
+  )(
+    "kubectl kustomize renders each build with the objects expected",
+    () => {
+      const render = (dir: string) => {
+        const out = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
+        expect(out.status, out.stderr).toBe(0);
+        return parseAllDocuments(out.stdout)
+          .map((d) => d.toJS() as Doc)
+          .map((d) => `${d.kind}/${d.metadata.name}`)
+          .sort();
+      };
+      const host = render(K8S);
+      expect(host).toContain("Deployment/dvm-relay");
+      expect(host).toContain("ClusterRole/dvm-transfer");
+      expect(render(join(K8S, "remote"))).toEqual(
+        [
+          "Namespace/dvm-system",
+          "ClusterRole/dvm-transfer",
+          "ServiceAccount/dvm-transfer",
+          "Secret/dvm-transfer-token",
+          "ClusterRoleBinding/dvm-transfer",
+          "ServiceAccount/dvm-relay-pods",
+          "Secret/dvm-relay-pods-token",
+          "ClusterRole/dvm-relay-pods",
+          "ClusterRoleBinding/dvm-relay-pods",
+        ].sort(),
+      );
+      expect(render(join(KIND, "host"))).toEqual(host);
+      // An overlay with the metrics component: the default build plus the Service and the ServiceMonitor.
+      const overlay = mkdtempSync(join(ROOT, "infra", "deploy", ".metrics-overlay-"));
+      try {
+        writeFileSync(
+          join(overlay, "kustomization.yaml"),
+          "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../k8s]\ncomponents: [../k8s/metrics]\n",
+        );
+        expect(render(overlay)).toEqual([...host, "Service/dvm-relay-metrics", "ServiceMonitor/dvm-relay"].sort());
+      } finally {
+        rmSync(overlay, { recursive: true, force: true });
+      }
+      // Four renders of kubectl on a shared machine: seconds each.
+    },
+    60_000,
+  );
 });
 
 describe("the relay image and the kind run", () => {

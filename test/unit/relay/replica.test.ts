@@ -62,6 +62,33 @@ describe("RelayReplica as a standby", () => {
     await stopping;
   });
 
+  it("tells its metrics when it starts and stops leading (the leader gauge and transitions, src/relay/metrics.ts)", async () => {
+    const lease = new MemoryLease();
+    const changes: boolean[] = [];
+    // A cluster nobody answers at: the relay starts (its lists fail and retry), so the term lasts.
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "c", server: "http://127.0.0.1:9", skipTLSVerify: true }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    const replica = new RelayReplica({
+      relay: { kubeConfig, transport: new InProcessTransport(async () => undefined), log: silentLogger, resyncMs: 0 },
+      election: { ...TIMING, store: new Link(lease), identity: "relay-a" },
+      log: silentLogger,
+      metrics: { leadershipChanged: (leading) => changes.push(leading) },
+    });
+    replica.start();
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(replica.role()).toBe("leader");
+    expect(changes).toEqual([true]);
+    const stopping = replica.stop();
+    await vi.runAllTimersAsync();
+    await stopping;
+    expect(changes).toEqual([true, false]);
+  });
+
   it("without leader election it is the only replica", () => {
     const replica = new RelayReplica({
       relay: { kubeConfig: new KubeConfig(), transport: new InProcessTransport(async () => undefined), log: silentLogger },

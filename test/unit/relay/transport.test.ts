@@ -135,6 +135,7 @@ describe("relay environment", () => {
       healthPort: 8080,
       resyncMs: 60_000,
       concurrency: 16,
+      metricsMaxDvmSeries: 1_000,
       podClusters: [],
       leaderElection: {
         enabled: true,
@@ -154,6 +155,7 @@ describe("relay environment", () => {
         [ENV.relayInvocationType]: "RequestResponse",
         [ENV.relayHealthPort]: "9000",
         [ENV.relayResyncMs]: "0",
+        [ENV.relayMetricsMaxDvmSeries]: "0",
         [ENV.relayPodClusters]: "source=/s.kubeconfig,destination=/d.kubeconfig",
       }),
     ).toMatchObject({
@@ -163,6 +165,7 @@ describe("relay environment", () => {
       invocationType: "RequestResponse",
       healthPort: 9000,
       resyncMs: 0,
+      metricsMaxDvmSeries: 0,
       podClusters: [
         { name: "source", kubeconfigPath: "/s.kubeconfig" },
         { name: "destination", kubeconfigPath: "/d.kubeconfig" },
@@ -198,6 +201,7 @@ describe("relay environment", () => {
     [{ [ENV.relayFunctionName]: "a", [ENV.relayHealthPort]: "70000" }, ENV.relayHealthPort],
     [{ [ENV.relayFunctionName]: "a", [ENV.relayInvocationType]: "DryRun" }, ENV.relayInvocationType],
     [{ [ENV.relayFunctionName]: "a", [ENV.relayResyncMs]: "-5" }, ENV.relayResyncMs],
+    [{ [ENV.relayFunctionName]: "a", [ENV.relayMetricsMaxDvmSeries]: "100001" }, ENV.relayMetricsMaxDvmSeries],
     [{ [ENV.relayFunctionName]: "a", [ENV.relayNamespace]: "Not_A_Namespace" }, ENV.relayNamespace],
     [{ [ENV.relayFunctionName]: "a", [ENV.relayPodClusters]: "source" }, ENV.relayPodClusters],
     [{ [ENV.relayFunctionName]: "a", [ENV.logLevel]: "loud" }, ENV.logLevel],

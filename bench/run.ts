@@ -13,8 +13,8 @@
  * and DVM_BENCH_CHAOS_PVCS (2) per target and scenario, DVM_BENCH_CHAOS_SCENARIOS (all);
  * DVM_BENCH_SCALE_DVMS (200), DVM_BENCH_SCALE_PVCS (10), DVM_BENCH_SCALE_CONCURRENCY (the relay's, 16),
  * DVM_BENCH_SCALE_BASELINE (1; 0 leaves the baseline out); DVM_BENCH_RELAY_MEMORY_DVMS (50,200,1000);
- * DVM_BENCH_LEDGER_PHASES (1000), DVM_BENCH_DATAPATH_MIB (256 here; 1024 when bench/datapath.ts runs
- * alone), DVM_BENCH_NODES_MIB (1024; node mode, needs root). DVM_BENCH_OUTPUT: where to write
+ * DVM_BENCH_LEDGER_PHASES (1000), DVM_BENCH_DATAPATH_MIB (1024), DVM_BENCH_DATAPATH_ROUNDS (3) and
+ * DVM_BENCH_DATAPATH_PATHS (plain,ours,volsync,pv-migrate; the data path bench needs root), DVM_BENCH_NODES_MIB (1024; node mode, needs root). DVM_BENCH_OUTPUT: where to write
  * (BENCHMARKS.md).
  */
 import { execFileSync } from "node:child_process";
@@ -177,7 +177,7 @@ async function main(): Promise<void> {
         break;
       case "datapath":
         await section(name, async (log) => {
-          await runDatapathBench({ mib: envNumber("DVM_BENCH_DATAPATH_MIB", 256), log });
+          await runDatapathBench({ mib: envNumber("DVM_BENCH_DATAPATH_MIB", 1024), log });
           return undefined;
         });
         break;

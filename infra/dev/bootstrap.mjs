@@ -35,6 +35,9 @@ export const PACKAGES = [
   // The real Prometheus that scrapes the relay's /metrics in test/integration/prometheus.test.ts.
   { name: "prometheus", commands: ["prometheus"], for: "test" },
   { name: "openssl", commands: ["openssl"], for: "test" },
+  // pv-migrate's data path (rsync over OpenSSH) beside ours in bench/datapath.ts.
+  { name: "openssh-server", files: ["/usr/sbin/sshd"], for: "test" },
+  { name: "openssh-client", commands: ["ssh", "ssh-keygen"], for: "test" },
   { name: "shellcheck", commands: ["shellcheck"], for: "test" },
   // aws-lambda-ric builds curl (autotools) and aws-lambda-cpp (cmake) from its own archives
   // (infra/dev/lambda/build.sh); the tests unzip the deployment package.

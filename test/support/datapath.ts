@@ -72,10 +72,18 @@ export class LocalProcesses {
   private readonly all: LocalProcess[] = [];
   private count = 0;
 
-  constructor(private readonly logDir: string) {}
+  /**
+   * `wrap` turns a command into the one actually started (the data path bench puts each process into a
+   * network namespace and a cgroup of its own that way); the process's name and log stay the command's.
+   */
+  constructor(
+    private readonly logDir: string,
+    private readonly wrap: (argv: string[]) => string[] = (argv) => argv,
+  ) {}
 
   start(name: string, argv: string[], options: { env?: Record<string, string>; uid?: number; gid?: number } = {}): LocalProcess {
-    const [command, ...args] = argv;
+    if (argv.length === 0) throw new Error(`${name}: empty command`);
+    const [command, ...args] = this.wrap(argv);
     if (!command) throw new Error(`${name}: empty command`);
     mkdirSync(this.logDir, { recursive: true });
     const logFile = join(this.logDir, `${++this.count}-${name.replace(/[^A-Za-z0-9-]+/g, "-")}.log`);
@@ -222,6 +230,8 @@ export interface LocalServerOptions {
   gid?: number;
   /** stunnel's bind address. Default 127.0.0.1: the tests stay on loopback. */
   stunnelAcceptHost?: string;
+  /** How to wait for a container's port. Default `waitForPort` (from this process's network namespace). */
+  waitForListener?: (port: number, host: string, process: LocalProcess) => Promise<void>;
 }
 
 export async function startLocalServerPod(processes: LocalProcesses, options: LocalServerOptions): Promise<LocalServerPod> {
@@ -261,9 +271,10 @@ export async function startLocalServerPod(processes: LocalProcesses, options: Lo
   const identity = { ...(options.uid !== undefined ? { uid: options.uid } : {}), ...(options.gid !== undefined ? { gid: options.gid } : {}) };
   const rsync = processes.start("server rsync", container(pod, "rsync").command ?? [], identity);
   const stunnel = processes.start("server stunnel", container(pod, "stunnel").command ?? [], identity);
-  await waitForPort(rsyncPort, "127.0.0.1", 10_000, rsync);
+  const waitFor = options.waitForListener ?? ((port: number, host: string, process: LocalProcess) => waitForPort(port, host, 10_000, process));
+  await waitFor(rsyncPort, "127.0.0.1", rsync);
   const probeHost = options.stunnelAcceptHost === undefined || options.stunnelAcceptHost === "::" ? "127.0.0.1" : options.stunnelAcceptHost;
-  await waitForPort(stunnelPort, probeHost, 10_000, stunnel);
+  await waitFor(stunnelPort, probeHost, stunnel);
   return { pod, secretData, paths, stunnelPort, rsyncPort, rsync, stunnel, volumePath };
 }
 

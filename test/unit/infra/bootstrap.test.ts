@@ -47,6 +47,8 @@ describe("bootstrap", () => {
         "iptables",
         "libtool",
         "openjdk-17-jre-headless",
+        "openssh-client",
+        "openssh-server",
         "openssl",
         "prometheus",
         "rsync",

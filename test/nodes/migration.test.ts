@@ -252,6 +252,12 @@ describe("faults on real pods", () => {
             accessModes: ["ReadWriteOnce"],
             hostPath: { path: inNode },
             persistentVolumeReclaimPolicy: "Retain",
+            // The tmpfs is on destination node 1 only: the server pod must go there.
+            nodeAffinity: {
+              required: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [nodes.destination.nodeName] }] }],
+              },
+            },
           },
         },
       });

@@ -35,6 +35,7 @@ export interface ProvidedNodes {
   servers: { source: string; destination: string };
   transferImage: string;
   pauseImage: string;
+  localPathImage: string;
   storageClass: string;
   /** The plan's only routable range. */
   supernet: string;
@@ -83,6 +84,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     servers: { source: source.server, destination: destination.server },
     transferImage: images.transferImage,
     pauseImage: images.pauseImage,
+    localPathImage: images.localPathImage,
     storageClass: "standard",
     supernet: nodes.plan.supernet,
     plan: nodes.plan,

@@ -35,6 +35,7 @@ import { startDynamoLocal } from "../src/local/dynamoLocal";
 import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
 import { startNodeClusters } from "../src/local/nodes/clusters";
 import { ensureNodeImages } from "../src/local/nodes/images";
+import { provisionedOn } from "../src/local/nodes/localPath";
 import { volumeFolder } from "../src/local/nodes/volumes";
 import { PHASE_BODIES } from "../src/phases";
 import { LABEL } from "../src/phases/names";
@@ -82,9 +83,13 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
     for (const name of ["bench", "dvm-system"]) await core.createNamespace({ body: { metadata: { name } } });
     await core.createNamespacedPersistentVolumeClaim({
       namespace: "bench",
-      body: { metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], storageClassName: "standard", resources: { requests: { storage: "8Gi" } } } },
+      body: {
+        // local-path waits for a first consumer: the data set is written first, on source node 1.
+        metadata: { name: "data", annotations: provisionedOn(source.node.nodeName) },
+        spec: { accessModes: ["ReadWriteOnce"], storageClassName: "standard", resources: { requests: { storage: "8Gi" } } },
+      },
     });
-    const folder = await volumeFolder(source.kubeConfig(), source.node.holderPid, "bench", "data");
+    const folder = await volumeFolder(source.kubeConfig(), source.nodes, "bench", "data");
     const data = writeDataset(folder, { bytes: mib * MiB, files: Math.max(100, Math.round(mib * 4)) });
     log(`data set: ${(data.bytes / MiB).toFixed(0)} MiB in ${data.files} files (random content), on the source node's disk`);
 

@@ -15,9 +15,10 @@ import { policyEnv } from "../src/dvm/policyConfig";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
 import { writeDataset } from "../src/local/demoData";
 import type { NodeClusters } from "../src/local/nodes/clusters";
+import { provisionedOn } from "../src/local/nodes/localPath";
 import { volumeFolder } from "../src/local/nodes/volumes";
 import { ensureRelayImage, importRelayImage } from "../src/local/relayImage";
-import { deployRelay, InvokeRecorder, repeatedPhases, routePodsToMachine } from "../src/local/relayPod";
+import { deployRelay, InvokeRecorder, repeatedPhases } from "../src/local/relayPod";
 import { startServerlessOffline } from "../src/local/serverlessOffline";
 import { waitFor } from "../src/local/wait";
 
@@ -44,7 +45,6 @@ export async function runRelayPodBench(options: { nodes: NodeClusters; dynamoEnd
   const [source, destination] = nodes.clusters as [(typeof nodes.clusters)[0], (typeof nodes.clusters)[0]];
   const image = await ensureRelayImage(nodes.images);
   await importRelayImage(source.node.containerdSocket, image);
-  await routePodsToMachine(nodes.plan);
   const offline = await startServerlessOffline({
     env: {
       [ENV.ledgerTable]: "bench-nodes",
@@ -84,9 +84,12 @@ export async function runRelayPodBench(options: { nodes: NodeClusters; dynamoEnd
     });
     await core.createNamespacedPersistentVolumeClaim({
       namespace,
-      body: { metadata: { name: "data" }, spec: { accessModes: ["ReadWriteOnce"], storageClassName: "standard", resources: { requests: { storage: "1Gi" } } } },
+      body: {
+        metadata: { name: "data", annotations: provisionedOn(source.node.nodeName) },
+        spec: { accessModes: ["ReadWriteOnce"], storageClassName: "standard", resources: { requests: { storage: "1Gi" } } },
+      },
     });
-    writeDataset(await volumeFolder(kc, source.node.holderPid, namespace, "data"), { bytes: 300 * MiB, files: 400 });
+    writeDataset(await volumeFolder(kc, source.nodes, namespace, "data"), { bytes: 300 * MiB, files: 400 });
     const dvm = (await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
       group: DVM_GROUP,
       version: DVM_VERSION,

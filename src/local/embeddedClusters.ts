@@ -15,6 +15,7 @@ import { writeDataset } from "./demoData";
 import { startNodeClusters } from "./nodes/clusters";
 import { nodeModeSupport } from "./nodes/host";
 import { ensureNodeImages, type NodeImages, NodeImagesUnavailableError } from "./nodes/images";
+import { provisionedOn } from "./nodes/localPath";
 import { volumeFolder } from "./nodes/volumes";
 
 export type ClusterMode = "node" | "kwok";
@@ -99,18 +100,19 @@ async function startNodeMode(options: EmbeddedClustersOptions): Promise<Embedded
   const nodes = await startNodeClusters({ names: ["source", "destination"], images, logDir: join(options.stateDir, "logs", "nodes"), say });
   try {
     const [source, destination] = nodes.clusters as [(typeof nodes.clusters)[0], (typeof nodes.clusters)[0]];
-    await seedDemo(source.kubeConfig(), destination.kubeConfig(), { storageClass: "standard" });
+    // One volume on each source node: local-path binds a volume to its node.
+    await seedDemo(source.kubeConfig(), destination.kubeConfig(), { storageClass: "standard", nodes: source.nodes.map((n) => n.nodeName) });
     say(`writing the demo's files (${DEMO_VOLUMES.map((v) => `${v.bytes / MiB} MiB in ${v.files} files`).join(", ")})`);
     for (const [i, volume] of DEMO_VOLUMES.entries()) {
-      writeDataset(await volumeFolder(source.kubeConfig(), source.node.holderPid, DEMO_NAMESPACE, volume.name), {
+      writeDataset(await volumeFolder(source.kubeConfig(), source.nodes, DEMO_NAMESPACE, volume.name), {
         bytes: volume.bytes,
         files: volume.files,
         seed: i + 1,
       });
     }
-    // The destination node's /tmp is an ordinary folder of the machine: its host-path volumes are there.
-    const arrivals = join(destination.node.tmpDir, "hostpath_pv");
-    const arrivalsCommand = `watch -n1 'for v in ${arrivals}/*/; do printf "%s  %s files\\n" "$(du -sh "$v" | cut -f1)" "$(find "$v" -type f | wc -l)"; done'`;
+    // A destination node's /tmp is an ordinary folder of the machine: its local-path volumes are there.
+    const arrivals = destination.nodes.map((n) => `${join(n.tmpDir, "local-path-provisioner")}/*/`).join(" ");
+    const arrivalsCommand = `watch -n1 'for v in ${arrivals}; do [ -d "$v" ] || continue; printf "%s  %s files\\n" "$(du -sh "$v" | cut -f1)" "$(find "$v" -type f | wc -l)"; done'`;
     return {
       mode: "node",
       ...writeFiles(options.stateDir, source.kubeConfig(), destination.kubeConfig(), { endpointType: "NodePort", runAsRoot: true }),
@@ -132,15 +134,17 @@ function exists(error: unknown): void {
  * A sandbox to try a migration on: namespace "demo" with two PVCs on the source, the destination's
  * kubeconfig as a Secret in the DVMs' admin namespace.
  */
-async function seedDemo(source: KubeConfig, destination: KubeConfig, options: { storageClass?: string } = {}): Promise<void> {
+async function seedDemo(source: KubeConfig, destination: KubeConfig, options: { storageClass?: string; nodes?: readonly string[] } = {}): Promise<void> {
   const core = source.makeApiClient(CoreV1Api);
   for (const name of [DEMO_NAMESPACE, DEMO_DVM_NAMESPACE]) await core.createNamespace({ body: { metadata: { name } } }).catch(exists);
-  for (const volume of DEMO_VOLUMES) {
+  for (const [i, volume] of DEMO_VOLUMES.entries()) {
+    // Node-mode storage waits for a first consumer: name the node, so the demo's files can be written now.
+    const node = options.nodes?.[i % options.nodes.length];
     await core
       .createNamespacedPersistentVolumeClaim({
         namespace: DEMO_NAMESPACE,
         body: {
-          metadata: { name: volume.name },
+          metadata: { name: volume.name, ...(node ? { annotations: provisionedOn(node) } : {}) },
           spec: {
             accessModes: ["ReadWriteOnce"],
             resources: { requests: { storage: volume.size } },

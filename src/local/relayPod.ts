@@ -19,8 +19,6 @@ import { promisify } from "node:util";
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { isPhaseName, phaseSpec } from "../dvm/itinerary";
-import { host } from "./nodes/host";
-import type { SlotPlan } from "./nodes/plan";
 import { waitFor } from "./wait";
 
 const run = promisify(execFile);
@@ -30,15 +28,6 @@ export const RELAY_OVERLAY = join(ROOT, "infra", "dev", "kind", "host");
 const REMOTE_MANIFESTS = join(ROOT, "infra", "deploy", "k8s", "remote");
 export const RELAY_SYSTEM_NAMESPACE = "dvm-system";
 const DEPLOYMENT = "dvm-relay";
-
-/**
- * Routes from this machine back to each node's pods, through the node: a pod that calls the bridge's
- * address (the API server, the Invoke API) gets its answers. Without them the replies would follow the
- * machine's default route. They go with the bridge when the slot is torn down.
- */
-export async function routePodsToMachine(plan: SlotPlan): Promise<void> {
-  for (const node of plan.nodes) await host("ip", ["route", "replace", node.podCidr, "via", node.nodeIp, "dev", plan.bridge]);
-}
 
 export interface Invocation {
   at: number;

@@ -33,9 +33,11 @@ describe("node images", () => {
   it("are local references with pinned tags, and each archive's ref name is exactly that tag", async () => {
     expect(images.pauseImage).toMatch(/^localhost\/dvm-pause:3\.\d+\.\d+-[0-9a-f]{12}$/);
     expect(images.transferImage).toMatch(/^localhost\/dvm-transfer:bookworm-rsync-\d+\.\d+\.\d+-[0-9a-f]{12}$/);
+    expect(images.localPathImage).toMatch(/^localhost\/dvm-local-path:v0\.0\.30-[0-9a-f]{12}$/);
     for (const [image, tar] of [
       [images.pauseImage, images.pauseTar],
       [images.transferImage, images.transferTar],
+      [images.localPathImage, images.localPathTar],
     ] as const) {
       const { stdout } = await run("tar", ["-xOf", tar, "./index.json"], { encoding: "utf8" });
       const index = JSON.parse(stdout) as { manifests: Array<{ annotations?: Record<string, string> }> };
@@ -56,11 +58,16 @@ describe("node images", () => {
       for (const [image, tar] of [
         [images.pauseImage, images.pauseTar],
         [images.transferImage, images.transferTar],
+        [images.localPathImage, images.localPathTar],
       ] as const) {
         await ctr("images", "import", "--base-name", importBaseName(image), tar);
       }
       const listed = (await ctr("images", "ls", "--quiet")).split("\n");
-      expect(listed).toEqual(expect.arrayContaining([images.pauseImage, images.transferImage]));
+      expect(listed).toEqual(expect.arrayContaining([images.pauseImage, images.transferImage, images.localPathImage]));
+      // local-path-provisioner: the one static binary, as the image's non-root default user.
+      expect((await ctr("run", "--rm", images.localPathImage, "local-path-check", "local-path-provisioner", "--version")).trim()).toBe(
+        "local-path-provisioner version v0.0.30",
+      );
 
       const script = [
         "id -u; id -g; rsync --version | sed -n 1p; stunnel -version 2>&1 | grep '^stunnel [0-9]'",

@@ -252,6 +252,12 @@ describe("faults on real pods", () => {
             accessModes: ["ReadWriteOnce"],
             hostPath: { path: inNode },
             persistentVolumeReclaimPolicy: "Retain",
+            // The tmpfs is on destination node 1 only: the server pod must go there.
+            nodeAffinity: {
+              required: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [nodes.destination.nodeName] }] }],
+              },
+            },
           },
         },
       });
@@ -318,13 +324,15 @@ describe("faults on real pods", () => {
 });
 
 describe("images", () => {
-  it.each(["source", "destination"] as const)("the %s node has only the two images imported from files, and no pod ever pulled one", async (side) => {
-    const { stdout } = await promisify(execFile)("ctr", ["--address", nodes[side].containerdSocket, "--namespace", "k8s.io", "images", "list", "--quiet"]);
-    const names = stdout
-      .trim()
-      .split("\n")
-      .filter((line) => !line.startsWith("sha256:"));
-    expect(names.sort()).toEqual([nodes.pauseImage, nodes.transferImage].sort());
+  it.each(["source", "destination"] as const)("each %s node has only the three images imported from files, and no pod ever pulled one", async (side) => {
+    for (const node of side === "source" ? nodes.sourceNodes : nodes.destinationNodes) {
+      const { stdout } = await promisify(execFile)("ctr", ["--address", node.containerdSocket, "--namespace", "k8s.io", "images", "list", "--quiet"]);
+      const names = stdout
+        .trim()
+        .split("\n")
+        .filter((line) => !line.startsWith("sha256:"));
+      expect(names.sort(), node.nodeName).toEqual([nodes.pauseImage, nodes.transferImage, nodes.localPathImage].sort());
+    }
     const events = await clusters[side].makeApiClient(CoreV1Api).listEventForAllNamespaces();
     expect(events.items.filter((e) => e.reason === "Pulled").length).toBeGreaterThan(0);
     // "Pulled" also reports "already present on machine"; an attempt to pull is "Pulling".

@@ -41,11 +41,14 @@ const PROXY_PASSWORD = `pw${randomBytes(12).toString("hex")}`;
 const CLIENT_SELECTOR = `${LABEL.transfer}=true,dvm.migration.openshift.io/role=rsync-client`;
 const TO_DESTINATION = { destinationCluster: { kubeconfigSecretRef: { name: `destination-${run}` } }, endpointType: "NodePort", runAsRoot: true };
 
-const [sourcePlan, destinationPlan] = nodes.plan.nodes;
+// The source volumes are on source node 1 (createBoundPvc), so the client pods run there; the endpoint is
+// destination node 1's address (the first node listed), and the server pod may be on either node.
+const [sourcePlan, destinationPlan] = nodes.plan.clusters.map((cluster) => cluster.nodes[0]);
+const destinationNodes = nodes.plan.clusters[1]?.nodes ?? [];
 let table: FreshTable;
 let proxyNamespace: ProxyNamespace | undefined;
 let tinyproxy: Tinyproxy | undefined;
-let undoReject: (() => Promise<void>) | undefined;
+const undoReject: (() => Promise<void>)[] = [];
 const logLines: string[] = [];
 
 const basePolicy: MigrationPolicy = { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: nodes.transferImage };
@@ -71,14 +74,16 @@ describe.skipIf(missing("tinyproxy", existsSync(TINYPROXY), "apt-get install -y 
         body: { metadata: { name: `destination-${run}` }, stringData: { kubeconfig: readFileSync(clusters.info.destination.kubeconfigPath, "utf8") } },
       });
       proxyNamespace = await createProxyNamespace(nodes.plan, nodes.stateDir);
-      undoReject = await rejectDirect(sourcePlan, destinationPlan);
+      for (const destination of destinationNodes) undoReject.push(await rejectDirect(sourcePlan, destination));
     });
 
     afterAll(async () => {
       // Each step on its own: one that fails must not leave the others undone.
       const steps = [
         () => tinyproxy?.stop(),
-        () => undoReject?.(),
+        async () => {
+          for (const undo of undoReject.splice(0)) await undo();
+        },
         () => (proxyNamespace ? deleteProxyNamespace(proxyNamespace) : undefined),
         () => table?.drop(),
       ];

@@ -19,7 +19,7 @@ import { policyEnv } from "../../src/dvm/policyConfig";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { ensureNodeImages } from "../../src/local/nodes/images";
 import { ensureRelayImage, importRelayImage, type RelayImage } from "../../src/local/relayImage";
-import { deployRelay, InvokeRecorder, type RelayDeployment, repeatedPhases, routePodsToMachine } from "../../src/local/relayPod";
+import { deployRelay, InvokeRecorder, type RelayDeployment, repeatedPhases } from "../../src/local/relayPod";
 import { type ServerlessOffline, startServerlessOffline } from "../../src/local/serverlessOffline";
 import { waitFor } from "../../src/local/wait";
 import { testClusters } from "../support/clusters";
@@ -46,7 +46,6 @@ beforeAll(async () => {
   image = await ensureRelayImage(images, say);
   say(`image ${image.image}: ${(image.bytes / MiB).toFixed(1)} MiB, ${image.seconds.toFixed(1)} s`);
   await importRelayImage(nodes.source.containerdSocket, image);
-  await routePodsToMachine(nodes.plan);
 
   const dynamo = dynamoEndpoint();
   if (!dynamo) throw new Error("DynamoDB is not part of this run");

@@ -1,10 +1,14 @@
 /**
  * A tenant's plain request, as a new user writes it: a DVM in the application's own namespace copying its
- * `data` PVC (the demo's files: several modes, files only root may read) to a new PVC beside it, on the
- * same cluster, with no runAsRoot and no transferIdentity (issue 26, item 6). And the held-out control: an
- * empty PVC. Neither can work unprivileged here; both must end at the first attempt and say why.
+ * `data` PVC (the demo's files: several modes, files only root may read) to a PVC beside it, on the same
+ * cluster, with no runAsRoot and no transferIdentity (issue 26, item 6). And the held-out control: an
+ * empty PVC. The destination is a volume whose root is root's folder of mode 0750, as most provisioners
+ * hand out (local-path, this harness's default, makes 0777 folders; this test makes the other kind by
+ * hand, a PV and its bound PVC that the DVM adopts): the unprivileged daemon cannot enter it, and both
+ * must end at the first attempt and say why.
  */
-import { statSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
+import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findCondition } from "../../src/dvm/conditions";
 import { writeDataset } from "../../src/local/demoData";
@@ -35,8 +39,42 @@ async function tenant(prefix: string, fill: (folder: string) => void): Promise<s
   return namespace;
 }
 
-/** The tenant's request: its own PVC to a new one in the same namespace, nothing else set. */
+/**
+ * The destination `data-copy`: a PV over a folder of root's, mode 0750, on the source cluster's first node
+ * (where its node affinity holds it), and the PVC bound to it, as a provisioner that makes such folders
+ * would leave them.
+ */
+async function rootOwnedDestination(namespace: string): Promise<void> {
+  const node = nodes.sourceNodes[0]!;
+  const path = `/var/tmp/dvm-tenant-${namespace}`;
+  mkdirSync(`/proc/${node.holderPid}/root${path}`, { recursive: true, mode: 0o750 });
+  const core = clusters.source.makeApiClient(CoreV1Api);
+  const pv = `${namespace}-data-copy`;
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: pv },
+      spec: {
+        capacity: { storage: "1Gi" },
+        accessModes: ["ReadWriteOnce"],
+        persistentVolumeReclaimPolicy: "Retain",
+        storageClassName: "",
+        hostPath: { path, type: "Directory" },
+        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [node.nodeName] }] }] } },
+      },
+    },
+  });
+  await core.createNamespacedPersistentVolumeClaim({
+    namespace,
+    body: {
+      metadata: { name: "data-copy" },
+      spec: { accessModes: ["ReadWriteOnce"], storageClassName: "", volumeName: pv, resources: { requests: { storage: "1Gi" } } },
+    },
+  });
+}
+
+/** The tenant's request: its own PVC to the one beside it in the same namespace, nothing else set. */
 async function plainRequest(namespace: string) {
+  await rootOwnedDestination(namespace);
   const dvm = await createDvm(clusters.source, namespace, "copy", {
     persistentVolumeClaims: [
       { name: "data", namespace, targetName: "data-copy", targetStorageClass: nodes.storageClass, targetAccessModes: ["ReadWriteOnce"] },
@@ -46,15 +84,15 @@ async function plainRequest(namespace: string) {
   return readDvm(clusters.source, namespace, "copy");
 }
 
-/** Mode and owner of a PVC's folder on the node, e.g. "750 0:0". */
-async function folderMode(namespace: string, name: string): Promise<string> {
-  const stats = statSync(await volumeFolder(clusters.source, nodes.source, namespace, name));
+/** Mode and owner of the destination's folder on the node, e.g. "750 0:0". */
+function destinationMode(namespace: string): string {
+  const stats = statSync(`/proc/${nodes.sourceNodes[0]!.holderPid}/root/var/tmp/dvm-tenant-${namespace}`);
   return `${(stats.mode & 0o7777).toString(8)} ${stats.uid}:${stats.gid}`;
 }
 
 describe("a tenant's plain request on real pods", () => {
-  // The cause: the destination's new volume is a folder of root's, mode 0750 (kube-controller-manager's
-  // host-path provisioner; most provisioners hand out root's folders), and the unprivileged rsync daemon
+  // The cause: the destination's volume is a folder of root's, mode 0750 (kube-controller-manager's
+  // host-path provisioner and most others hand out such folders), and the unprivileged rsync daemon
   // (the image's user, 65534) cannot enter it: the client gets "@ERROR: chdir failed" (code 5) whatever the
   // source holds. The empty control fails the same way; its DVM only ends in phase Completed, as every
   // failed DVM does after the failure itinerary.
@@ -64,7 +102,7 @@ describe("a tenant's plain request on real pods", () => {
   ])("%s: one attempt (not the default 20), with the daemon's reason and the fields to set in the status", async (_what, prefix, fill) => {
     const namespace = await tenant(prefix, fill);
     const dvm = await plainRequest(namespace);
-    expect(await folderMode(namespace, "data-copy")).toBe("750 0:0");
+    expect(destinationMode(namespace)).toBe("750 0:0");
     expect(findCondition(dvm.status?.conditions, "Succeeded")).toBeUndefined();
     expect(dvm.status?.rsyncOperations).toEqual([{ pvcReference: { namespace, name: "data" }, currentAttempt: 1, failed: true }]);
     const message = findCondition(dvm.status?.conditions, "Failed")?.message;

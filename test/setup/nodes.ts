@@ -1,7 +1,7 @@
 /**
  * vitest globalSetup for the `nodes` project: two node-mode clusters (src/local/nodes), "source" and
- * "destination", each a real kubelet + containerd + runc in its own network namespace, with the transfer
- * image built from Debian's packages. A machine that cannot run them fails the project with the reason:
+ * "destination", of two nodes each (a real kubelet + containerd + runc in its own network namespace), with
+ * kind's storage (local-path, WaitForFirstConsumer) and the transfer image built from Debian's packages. A machine that cannot run them fails the project with the reason:
  * these tests are the only proof that bytes move, so they never skip quietly.
  *
  * The `deployed` project's migration on real pods uses the same clusters (test/setup/deployedNodes.ts).
@@ -31,10 +31,17 @@ export interface ProvidedNode {
 }
 
 export interface ProvidedNodes {
+  /** Node 1 of each cluster. */
   source: ProvidedNode;
   destination: ProvidedNode;
+  /** Every node of each cluster, node 1 first. */
+  sourceNodes: ProvidedNode[];
+  destinationNodes: ProvidedNode[];
+  /** Each cluster's API server URL: tells which cluster a KubeConfig is for. */
+  servers: { source: string; destination: string };
   transferImage: string;
   pauseImage: string;
+  localPathImage: string;
   storageClass: string;
   /** The plan's only routable range. */
   supernet: string;
@@ -107,24 +114,29 @@ async function startNodes(): Promise<StartedNodes> {
   if (process.env.DVM_KEEP_LOGS) say(`logs: ${logDir}`);
   const started = Date.now();
   const nodes = await startNodeClusters({ names: ["source", "destination"], images, logDir, say });
-  say(`two node clusters ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  say(`two node clusters of ${nodes.plan.clusters[0]?.nodes.length} nodes each ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const [source, destination] = nodes.clusters;
   if (!source || !destination) throw new Error("node mode started fewer than two clusters");
   const cluster = (c: typeof source): ProvidedCluster => ({ name: c.name, kubeconfigPath: c.kubeconfigPath, etcdUrl: c.etcdUrl, nodeName: c.node.nodeName });
-  const node = (c: typeof source, netns: string): ProvidedNode => ({
-    holderPid: c.node.holderPid,
-    nodeName: c.node.nodeName,
-    nodeIp: c.node.nodeIp,
-    netns,
-    containerdSocket: c.node.containerdSocket,
+  const netnsOf = (nodeName: string) => nodes.plan.nodes.find((n) => n.nodeName === nodeName)?.netns ?? "";
+  const node = (n: typeof source.node): ProvidedNode => ({
+    holderPid: n.holderPid,
+    nodeName: n.nodeName,
+    nodeIp: n.nodeIp,
+    netns: netnsOf(n.nodeName),
+    containerdSocket: n.containerdSocket,
   });
   return {
     clusters: { local: true, source: cluster(source), destination: cluster(destination) },
     nodes: {
-      source: node(source, nodes.plan.nodes[0]!.netns),
-      destination: node(destination, nodes.plan.nodes[1]!.netns),
+      source: node(source.node),
+      destination: node(destination.node),
+      sourceNodes: source.nodes.map(node),
+      destinationNodes: destination.nodes.map(node),
+      servers: { source: source.server, destination: destination.server },
       transferImage: images.transferImage,
       pauseImage: images.pauseImage,
+      localPathImage: images.localPathImage,
       storageClass: "standard",
       supernet: nodes.plan.supernet,
       plan: nodes.plan,

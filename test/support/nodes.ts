@@ -1,12 +1,13 @@
 /**
- * Helpers for tests on node-mode clusters (test/setup/nodes.ts): the node a cluster runs on, where a
- * volume's files really are, and PVCs bound to the clusters' host-path storage.
+ * Helpers for tests on node-mode clusters (test/setup/nodes.ts): the nodes a cluster runs on, where a
+ * volume's files really are, and PVCs bound to the clusters' local-path storage.
  */
 import { readFileSync } from "node:fs";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { inject } from "vitest";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
+import { provisionedOn } from "../../src/local/nodes/localPath";
 import { volumeFolder as volumeFolderOf } from "../../src/local/nodes/volumes";
 import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import type { PhaseRunner } from "../../src/runner/runner";
@@ -19,16 +20,38 @@ export function testNodes(): ProvidedNodes {
   return inject("nodes");
 }
 
-/** The folder (as this process sees it) that holds the files of a bound PVC on a node. */
-export function volumeFolder(kc: KubeConfig, node: ProvidedNode, namespace: string, name: string): Promise<string> {
-  return volumeFolderOf(kc, node.holderPid, namespace, name);
+/** The nodes of the cluster `kc` is for, node 1 first. */
+export function clusterNodes(kc: KubeConfig): ProvidedNode[] {
+  const nodes = testNodes();
+  const server = kc.getCurrentCluster()?.server;
+  if (server === nodes.servers.source) return nodes.sourceNodes;
+  if (server === nodes.servers.destination) return nodes.destinationNodes;
+  throw new Error(`no node cluster at ${server}`);
 }
 
-export async function createBoundPvc(kc: KubeConfig, namespace: string, name: string, options: { storageClass: string; size?: string }): Promise<void> {
+/**
+ * The folder (as this process sees it) that holds the files of a bound PVC: on the node of `kc`'s cluster
+ * that its PV is bound to (`_node` names the cluster for the reader; the PV says which of its nodes).
+ */
+export function volumeFolder(kc: KubeConfig, _node: ProvidedNode, namespace: string, name: string): Promise<string> {
+  return volumeFolderOf(kc, clusterNodes(kc), namespace, name);
+}
+
+/**
+ * A PVC provisioned at once on `node` (default: node 1 of `kc`'s cluster), as if its first pod had been
+ * scheduled there: the storage waits for a first consumer, and tests write the files before any pod.
+ */
+export async function createBoundPvc(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  options: { storageClass: string; size?: string; node?: string },
+): Promise<void> {
+  const node = options.node ?? clusterNodes(kc)[0]!.nodeName;
   await kc.makeApiClient(CoreV1Api).createNamespacedPersistentVolumeClaim({
     namespace,
     body: {
-      metadata: { name, labels: { app: name } },
+      metadata: { name, labels: { app: name }, annotations: provisionedOn(node) },
       spec: { accessModes: ["ReadWriteOnce"], storageClassName: options.storageClass, resources: { requests: { storage: options.size ?? "1Gi" } } },
     },
   });

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Builds, once, the two container images that node mode runs, with no registry anywhere:
+# Builds, once, the three container images that node mode runs, with no registry anywhere:
 #   localhost/dvm-pause:<pause version>-<recipe>          Kubernetes' own build/pause/linux/pause.c, static
 #   localhost/dvm-transfer:<suite>-rsync-<version>-<recipe>   Debian minbase + rsync, stunnel4, openssl,
 #                                                              with the suite's -updates and -security fixes
+#   localhost/dvm-local-path:<version>-<recipe>           rancher's local-path-provisioner (kind's default
+#                                                          storage), one static binary from the Go module
+#                                                          proxy; its helper pods run the transfer image
 # Each is an OCI image layout made by umoci, tarred for
 #   ctr -n k8s.io images import --base-name localhost/dvm-pause    <pause tar>
 #   ctr -n k8s.io images import --base-name localhost/dvm-transfer <transfer tar>
+#   ctr -n k8s.io images import --base-name localhost/dvm-local-path <local-path tar>
 # (the tag comes from the layout's ref name). Idempotent: an image whose recipe hash matches is reused;
 # a changed recipe gets a new tag and a rebuild. Older builds stay (other checkouts may still use them).
 # The fixes are those of the day of the build: delete the cache (or change the recipe) to take newer ones.
-# Progress goes to stderr. stdout: the pause tar, the transfer tar, then last the path of the manifest
-# images-<recipes>.env (DVM_PAUSE_IMAGE, DVM_PAUSE_TAR, DVM_TRANSFER_IMAGE, DVM_TRANSFER_TAR), read by
+# Progress goes to stderr. stdout: the pause, transfer and local-path tars, then last the path of the
+# manifest images-<recipes>.env (DVM_<NAME>_IMAGE and DVM_<NAME>_TAR for each), read by
 # src/local/nodes/images.ts. Mirrors: the ones apt uses here; DVM_DEBIAN_MIRROR and
 # DVM_DEBIAN_SECURITY_MIRROR override them.
-# First build: about 3 minutes (debootstrap is most of it); cached: well under a second.
+# First build: about 3 minutes (debootstrap is most of it) plus about 4 minutes of CPU for local-path's Go build;
+# cached: well under a second.
 # Building needs root, debootstrap, umoci, gcc with a static libc, and Go (for the k8s.io/kubernetes
 # module); without them it says what to install in one line and exits 2. A cached run needs none of them.
 set -euo pipefail
@@ -25,6 +30,11 @@ CACHE_ROOT="${DVM_CACHE_DIR:-$HOME/.cache/dvm-controlplane}"
 IMAGES="$CACHE_ROOT/images"
 PAUSE_NAME=localhost/dvm-pause
 TRANSFER_NAME=localhost/dvm-transfer
+LOCAL_PATH_NAME=localhost/dvm-local-path
+LOCAL_PATH_MODULE=github.com/rancher/local-path-provisioner
+LOCAL_PATH_VERSION="${DVM_LOCAL_PATH_VERSION:-v0.0.30}"
+# The provisioner calls only its API server (with a kubeconfig it is given): any unprivileged user.
+LOCAL_PATH_USER=65534:65534
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # As upstream's pause image.
 PAUSE_USER=65535:65535
@@ -104,6 +114,22 @@ transfer_config() { # TAG
     --config.label=org.opencontainers.image.title=dvm-transfer --config.label=org.opencontainers.image.version="$1"
 }
 
+make_local_path_rootfs() { # ROOTFS GOBIN
+  # As the project's scripts/build does for its image: static, stripped, the version stamped in.
+  # From the folder GOBIN names: outside any module, so `go install module@version` resolves it alone.
+  cd "$2" && CGO_ENABLED=0 GOBIN="$2" go install -trimpath \
+    -ldflags "-X main.VERSION=$LOCAL_PATH_VERSION -s -w" "$LOCAL_PATH_MODULE@$LOCAL_PATH_VERSION"
+  mkdir -p "$1/usr/bin" "$1/tmp"
+  chmod 1777 "$1/tmp"
+  install -m 0755 "$2/local-path-provisioner" "$1/usr/bin/local-path-provisioner"
+}
+
+local_path_config() { # TAG
+  echo --config.env=PATH=/usr/bin --config.user="$LOCAL_PATH_USER" --config.workingdir=/ \
+    --config.entrypoint=/usr/bin/local-path-provisioner \
+    --config.label=org.opencontainers.image.title=dvm-local-path --config.label=org.opencontainers.image.version="$1"
+}
+
 # What the transfer pods run (src/transfer/pods.ts, rsyncClient.ts, stunnel.ts), checked as the
 # image's default user.
 TRANSFER_COMMANDS="sh bash rsync stunnel openssl cat chmod rm sleep touch"
@@ -114,11 +140,13 @@ recipe_hash() { printf '%s\n' "$@" | sha256sum | cut -c1-12; }
 PAUSE_RECIPE=$(recipe_hash "$(declare -f make_pause_rootfs pause_config)" "$KUBE_VERSION" "$PAUSE_USER")
 TRANSFER_RECIPE=$(recipe_hash "$(declare -f make_transfer_rootfs trim_transfer_rootfs transfer_tag transfer_config)" \
   "$DEBIAN_SUITE" "$TRANSFER_PACKAGES" "$IMAGE_PATH" "$TRANSFER_USER" "$TRANSFER_COMMANDS")
+LOCAL_PATH_RECIPE=$(recipe_hash "$(declare -f make_local_path_rootfs local_path_config)" "$LOCAL_PATH_MODULE" "$LOCAL_PATH_VERSION" "$LOCAL_PATH_USER")
 PAUSE_DIR="$IMAGES/pause-$PAUSE_RECIPE"
 TRANSFER_DIR="$IMAGES/transfer-$TRANSFER_RECIPE"
-# One manifest per pair of recipes: checkouts with different recipes share the cache, and each must
+LOCAL_PATH_DIR="$IMAGES/local-path-$LOCAL_PATH_RECIPE"
+# One manifest per set of recipes: checkouts with different recipes share the cache, and each must
 # read its own images.
-MANIFEST="$IMAGES/images-$PAUSE_RECIPE-$TRANSFER_RECIPE.env"
+MANIFEST="$IMAGES/images-$PAUSE_RECIPE-$TRANSFER_RECIPE-$LOCAL_PATH_RECIPE.env"
 
 # --- the steps ---
 
@@ -242,6 +270,13 @@ check_transfer() {
   [[ -z "$out" ]] || { say "transfer: smoke check failed: setuid/setgid files: $out"; return 1; }
 }
 
+check_local_path() {
+  local out
+  out=$(chroot --userspec="$LOCAL_PATH_USER" "$1" /usr/bin/local-path-provisioner --version)
+  [[ "$out" == *"$LOCAL_PATH_VERSION"* ]] || { say "local-path: smoke check failed: --version printed '$out'"; return 1; }
+  say "local-path: smoke check: $out"
+}
+
 # finish DIR REF LAYOUT: the tar for ctr import, the reference, and .complete last, so a half-built
 # image is never taken for a finished one.
 finish() {
@@ -294,6 +329,18 @@ build_transfer() {
   say "transfer: $TRANSFER_NAME:$tag ready in $((SECONDS - start)) s ($(du -h "$TRANSFER_DIR/image.tar" | cut -f1))"
 }
 
+build_local_path() {
+  local start=$SECONDS tag="$LOCAL_PATH_VERSION-$LOCAL_PATH_RECIPE" dir="$WORK/local-path"
+  mkdir -p "$dir/rootfs" "$dir/gobin"
+  say "local-path: go install $LOCAL_PATH_MODULE@$LOCAL_PATH_VERSION (about 4 minutes of CPU: client-go)"
+  run_logged local-path-build make_local_path_rootfs "$dir/rootfs" "$dir/gobin"
+  # shellcheck disable=SC2046 # the config flags are words without spaces
+  run_logged local-path-image package_image "$dir" "$tag" $(local_path_config "$tag")
+  smoke_check "$dir" "$tag" check_local_path
+  finish "$LOCAL_PATH_DIR" "$LOCAL_PATH_NAME:$tag" "$dir/layout"
+  say "local-path: $LOCAL_PATH_NAME:$tag ready in $((SECONDS - start)) s ($(du -h "$LOCAL_PATH_DIR/image.tar" | cut -f1))"
+}
+
 write_manifest() {
   local tmp
   tmp=$(mktemp "$IMAGES/.images.env.XXXXXX")
@@ -303,13 +350,15 @@ write_manifest() {
     echo "DVM_PAUSE_TAR=$PAUSE_DIR/image.tar"
     echo "DVM_TRANSFER_IMAGE=$(cat "$TRANSFER_DIR/image.ref")"
     echo "DVM_TRANSFER_TAR=$TRANSFER_DIR/image.tar"
+    echo "DVM_LOCAL_PATH_IMAGE=$(cat "$LOCAL_PATH_DIR/image.ref")"
+    echo "DVM_LOCAL_PATH_TAR=$LOCAL_PATH_DIR/image.tar"
   } >"$tmp"
   chmod 0644 "$tmp"
   mv "$tmp" "$MANIFEST"
 }
 
-if cached "$PAUSE_DIR" && cached "$TRANSFER_DIR"; then
-  say "$(cat "$PAUSE_DIR/image.ref"), $(cat "$TRANSFER_DIR/image.ref"): cached"
+if cached "$PAUSE_DIR" && cached "$TRANSFER_DIR" && cached "$LOCAL_PATH_DIR"; then
+  say "$(cat "$PAUSE_DIR/image.ref"), $(cat "$TRANSFER_DIR/image.ref"), $(cat "$LOCAL_PATH_DIR/image.ref"): cached"
 else
   preflight
   mkdir -p "$IMAGES"
@@ -322,8 +371,10 @@ else
   WORK=$(mktemp -d "$IMAGES/.work-XXXXXX")
   if cached "$PAUSE_DIR"; then say "$(cat "$PAUSE_DIR/image.ref"): cached"; else build_pause; fi
   if cached "$TRANSFER_DIR"; then say "$(cat "$TRANSFER_DIR/image.ref"): cached"; else build_transfer; fi
+  if cached "$LOCAL_PATH_DIR"; then say "$(cat "$LOCAL_PATH_DIR/image.ref"): cached"; else build_local_path; fi
 fi
 write_manifest
 echo "$PAUSE_DIR/image.tar"
 echo "$TRANSFER_DIR/image.tar"
+echo "$LOCAL_PATH_DIR/image.tar"
 echo "$MANIFEST"

@@ -1,7 +1,8 @@
 /**
- * Node mode: two (or one) single-node Kubernetes clusters whose pods really run. Each cluster is a local
- * control plane (etcd + kube-apiserver, src/local/controlPlane.ts) listening on the fabric bridge, plus one
- * real node (src/local/nodes/node.ts) in its own network namespace. Used by the `nodes` test project, the
+ * Node mode: two (or one) Kubernetes clusters of two nodes each whose pods really run. Each cluster is a
+ * local control plane (etcd + kube-apiserver, src/local/controlPlane.ts) listening on the fabric bridge,
+ * plus two real nodes (src/local/nodes/node.ts), each in its own network namespace, and kind's storage:
+ * local-path-provisioner as the default StorageClass (src/local/nodes/localPath.ts). Used by the `nodes` test project, the
  * data-phase benchmark and `npm start` where the machine allows it.
  *
  * A run owns a "slot" (src/local/nodes/plan.ts): its state folder, bridge, namespaces and addresses. Stop
@@ -11,11 +12,12 @@
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type KubeConfig, StorageV1Api } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { type ControlPlane, defaultBinDir, startControlPlane } from "../controlPlane";
 import { spawnLogged, stopProcess } from "../processes";
 import { host, nodeModeSupport } from "./host";
 import type { NodeImages } from "./images";
+import { installLocalPath } from "./localPath";
 import { createNetwork } from "./network";
 import { type RealNode, startNode } from "./node";
 import { MAX_SLOTS, type SlotPlan, slotPlan } from "./plan";
@@ -27,7 +29,8 @@ const TEARDOWN = fileURLToPath(new URL("../../../infra/dev/nodes/teardown.sh", i
  */
 const TEARDOWN_TIMEOUT_MS = 300_000;
 export const NODES_STATE_ROOT = "/var/tmp/dvm-nodes";
-/** The StorageClass every node-mode cluster has: host-path volumes from the controller-manager. */
+
+/** The default StorageClass every node-mode cluster has, as in kind: local-path, WaitForFirstConsumer. */
 export const NODE_STORAGE_CLASS = "standard";
 
 export interface NodeCluster {
@@ -36,7 +39,10 @@ export interface NodeCluster {
   server: string;
   etcdUrl: string;
   controlPlane: ControlPlane;
+  /** Node 1 (it also runs the controller-manager and the scheduler). */
   node: RealNode;
+  /** Every node, node 1 first. */
+  nodes: RealNode[];
   kubeConfig(): KubeConfig;
 }
 
@@ -101,15 +107,15 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
     await createNetwork(plan);
     say("starting etcd and kube-apiserver for each cluster");
     const started = await Promise.allSettled(
-      plan.nodes.map((node) =>
+      plan.clusters.map((cluster) =>
         startControlPlane({
-          name: node.name,
+          name: cluster.name,
           binDir,
           withKwok: false,
           serviceAccounts: true,
           bindAddress: plan.bridgeIp,
-          serviceCidr: node.serviceCidr,
-          logDir: join(logRoot, node.name),
+          serviceCidr: cluster.serviceCidr,
+          logDir: join(logRoot, cluster.name),
         }),
       ),
     );
@@ -117,36 +123,50 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
     const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
 
-    // Both nodes at once: most of a node's start is importing the images into its containerd.
+    // Every node at once: most of a node's start is importing the images into its containerd.
     const clusters = await Promise.all(
-      plan.nodes.map(async (node, i): Promise<NodeCluster> => {
+      plan.clusters.map(async (cluster, i): Promise<NodeCluster> => {
         const plane = planes[i]!;
-        const dir = join(stateDir, "nodes", node.name);
-        mkdirSync(dir, { recursive: true });
-        // The kubelet and friends read it inside the node's namespaces, where the control plane's own
-        // temp folder is not visible.
-        const kubeconfigPath = join(dir, "admin.kubeconfig");
-        writeFileSync(kubeconfigPath, readFileSync(plane.kubeconfigPath), { mode: 0o600 });
-        const realNode = await startNode({
-          plan,
-          node,
-          dir,
-          binDir,
-          kubeconfigPath,
+        const nodes = await Promise.all(
+          cluster.nodes.map(async (node) => {
+            const dir = join(stateDir, "nodes", node.nodeName);
+            mkdirSync(dir, { recursive: true });
+            // The kubelet and friends read it inside the node's namespaces, where the control plane's own
+            // temp folder is not visible.
+            const kubeconfigPath = join(dir, "admin.kubeconfig");
+            writeFileSync(kubeconfigPath, readFileSync(plane.kubeconfigPath), { mode: 0o600 });
+            const logDir = join(logRoot, cluster.name, node.nodeName);
+            mkdirSync(logDir, { recursive: true });
+            return startNode({
+              plan,
+              node,
+              dir,
+              binDir,
+              kubeconfigPath,
+              kubeConfig: plane.kubeConfig(),
+              images: options.images,
+              pidFile,
+              logDir,
+              say,
+            });
+          }),
+        );
+        say(`${cluster.name}: installing local-path-provisioner (StorageClass ${NODE_STORAGE_CLASS})`);
+        await installLocalPath({
           kubeConfig: plane.kubeConfig(),
-          images: options.images,
-          pidFile,
-          logDir: join(logRoot, node.name),
-          say,
+          server: plane.server,
+          image: options.images.localPathImage,
+          helperImage: options.images.transferImage,
+          storageClass: NODE_STORAGE_CLASS,
         });
-        await ensureStorageClass(plane.kubeConfig());
         return {
-          name: node.name,
+          name: cluster.name,
           kubeconfigPath: plane.kubeconfigPath,
           server: plane.server,
           etcdUrl: plane.etcdUrl,
           controlPlane: plane,
-          node: realNode,
+          node: nodes[0]!,
+          nodes,
           kubeConfig: plane.kubeConfig,
         };
       }),
@@ -156,23 +176,6 @@ export async function startNodeClusters(options: NodeClustersOptions): Promise<N
     await stop().catch(() => undefined);
     throw error;
   }
-}
-
-/** Host-path volumes provisioned by the controller-manager, bound at once; the default class. */
-async function ensureStorageClass(kc: KubeConfig): Promise<void> {
-  await kc
-    .makeApiClient(StorageV1Api)
-    .createStorageClass({
-      body: {
-        metadata: { name: NODE_STORAGE_CLASS, annotations: { "storageclass.kubernetes.io/is-default-class": "true" } },
-        provisioner: "kubernetes.io/host-path",
-        reclaimPolicy: "Delete",
-        volumeBindingMode: "Immediate",
-      },
-    })
-    .catch((error: { code?: number }) => {
-      if (error.code !== 409) throw error;
-    });
 }
 
 function lockFile(slot: number): string {

@@ -1,6 +1,7 @@
 /**
- * The two container images node mode runs, the pause image (containerd's sandbox_image) and the
- * transfer image (rsync, stunnel, openssl), built without any registry by infra/dev/nodes/images.sh and
+ * The three container images node mode runs, the pause image (containerd's sandbox_image), the
+ * transfer image (rsync, stunnel, openssl; also the local-path helper pods') and rancher's
+ * local-path-provisioner (the clusters' default storage, as kind ships it), built without any registry by infra/dev/nodes/images.sh and
  * cached under ~/.cache/dvm-controlplane/images. The script is run every time: it alone decides
  * whether the cache matches the current recipe, and a cached run takes a fraction of a second. What it
  * built is read from the images.env manifest whose path it prints last.
@@ -27,6 +28,10 @@ export interface NodeImages {
   transferImage: string;
   /** OCI archive, imported like pauseTar. */
   transferTar: string;
+  /** localhost/dvm-local-path:<tag>, the local-path-provisioner's pod. */
+  localPathImage: string;
+  /** OCI archive, imported like pauseTar. */
+  localPathTar: string;
 }
 
 /** This machine cannot build the images; the message is the script's one line saying what to install. */
@@ -72,6 +77,8 @@ const manifestSchema = z.object({
   DVM_PAUSE_TAR: archivePath,
   DVM_TRANSFER_IMAGE: imageReference("dvm-transfer"),
   DVM_TRANSFER_TAR: archivePath,
+  DVM_LOCAL_PATH_IMAGE: imageReference("dvm-local-path"),
+  DVM_LOCAL_PATH_TAR: archivePath,
 });
 
 /** Parses images.env (KEY=VALUE lines, # comments); a missing or malformed entry is named in the error. */
@@ -88,7 +95,14 @@ export function readImagesManifest(path: string): NodeImages {
     throw new NodeImagesError(`${path}: ${problems.join("; ")}`);
   }
   const m = parsed.data;
-  return { pauseImage: m.DVM_PAUSE_IMAGE, pauseTar: m.DVM_PAUSE_TAR, transferImage: m.DVM_TRANSFER_IMAGE, transferTar: m.DVM_TRANSFER_TAR };
+  return {
+    pauseImage: m.DVM_PAUSE_IMAGE,
+    pauseTar: m.DVM_PAUSE_TAR,
+    transferImage: m.DVM_TRANSFER_IMAGE,
+    transferTar: m.DVM_TRANSFER_TAR,
+    localPathImage: m.DVM_LOCAL_PATH_IMAGE,
+    localPathTar: m.DVM_LOCAL_PATH_TAR,
+  };
 }
 
 /** "localhost/dvm-pause:3.10.2-abc" -> "localhost/dvm-pause", what `ctr images import --base-name` takes. */

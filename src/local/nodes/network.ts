@@ -4,7 +4,9 @@
  * Traffic between the clusters' pods crosses two namespaces and the fabric: a real network hop.
  *
  * Nothing routes off the machine: the namespaces have no default route (only the fabric and the other
- * nodes' pod ranges), the CNI bridge does not masquerade, and every address is in 198.18.0.0/15.
+ * nodes' pod ranges), the CNI bridge does not masquerade, and every address is in 198.18.0.0/15. The root
+ * namespace gets a route to each node's pods through that node, on the bridge (so they go with it): pods
+ * that call their API server (the local-path provisioner) are answered at their own address.
  */
 import { host, hostQuiet } from "./host";
 import type { SlotPlan } from "./plan";
@@ -34,6 +36,7 @@ export async function createNetwork(plan: SlotPlan): Promise<void> {
     for (const sysctl of ["net.ipv4.ip_forward=1", "net.bridge.bridge-nf-call-iptables=1"]) {
       await host("ip", ["netns", "exec", node.netns, "sysctl", "-q", "-w", sysctl]);
     }
+    await host("ip", ["route", "add", node.podCidr, "via", node.nodeIp, "dev", plan.bridge]);
   }
 }
 
@@ -44,7 +47,7 @@ export function cniConfig(plan: SlotPlan, nodeIndex: number, ipamDataDir: string
   return JSON.stringify(
     {
       cniVersion: "1.0.0",
-      name: `dvm-${node.name}`,
+      name: `dvm-${node.nodeName}`,
       plugins: [
         {
           type: "bridge",

@@ -1,10 +1,10 @@
 /**
- * One real node of a node-mode cluster: containerd + runc, the kubelet, kube-proxy, and the cluster's
- * controller-manager and scheduler, all inside the node's network namespace and a private mount namespace.
+ * One real node of a node-mode cluster: containerd + runc, the kubelet and kube-proxy, all inside the
+ * node's network namespace and a private mount namespace; node 1 of a cluster also runs the cluster's
+ * controller-manager and scheduler (one of each per cluster, as leader election would leave it).
  *
  * Why a private mount namespace: every mount the node makes (pod volumes, container root file systems,
- * the pods' network-namespace handles under /run/netns, its /tmp where the host-path provisioner puts
- * volumes) stays out of the machine's mount table and disappears with the node's last process, so a
+ * the pods' network-namespace handles under /run/netns, its /tmp where local-path puts volumes) stays out of the machine's mount table and disappears with the node's last process, so a
  * crashed run cannot leave mounts behind. The namespace is held by a small "holder" process; everything
  * else joins it with nsenter. Files stay visible from outside: the node's state folder is an ordinary
  * folder, and its /tmp is `<dir>/tmp`.
@@ -39,7 +39,7 @@ export interface RealNode {
   name: string;
   nodeName: string;
   nodeIp: string;
-  /** Where the node's /tmp is, seen from the machine (host-path volumes are under hostpath_pv/). */
+  /** Where the node's /tmp is, seen from the machine (local-path volumes are under local-path-provisioner/). */
   tmpDir: string;
   /** Pid of the mount-namespace holder: /proc/<pid>/root is the node's view of the file system. */
   holderPid: number;
@@ -63,7 +63,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   for (const folder of Object.values(paths)) if (folder !== paths.socket) mkdirSync(folder, { recursive: true });
   const children: ManagedProcess[] = [];
   const spawn = (name: string, command: string, args: string[]) => {
-    const child = spawnLogged({ name: `${node.name}-${name}`, command, args, logFile: join(options.logDir, `${name}.log`), pidFile: options.pidFile });
+    const child = spawnLogged({ name: `${node.nodeName}-${name}`, command, args, logFile: join(options.logDir, `${name}.log`), pidFile: options.pidFile });
     children.push(child);
     return child;
   };
@@ -86,7 +86,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     dir,
   ]);
   await waitFor(
-    `${node.name}: mount namespace`,
+    `${node.nodeName}: mount namespace`,
     async () => {
       if (!holder.isRunning()) throw new GiveUp(`the node's namespace holder exited:\n${tailFile(holder.logFile)}`);
       return existsSync(ready);
@@ -100,10 +100,10 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   writeFileSync(join(paths.cni, "10-dvm.conflist"), cniConfig(plan, node.index, paths.ipam));
   const containerdConfig = join(dir, "containerd.toml");
   writeFileSync(containerdConfig, containerdToml({ ...paths, pauseImage: options.images.pauseImage }));
-  options.say(`${node.name}: starting containerd`);
+  options.say(`${node.nodeName}: starting containerd`);
   const containerd = inNode("containerd", "containerd", ["--config", containerdConfig]);
   await waitFor(
-    `${node.name}: containerd`,
+    `${node.nodeName}: containerd`,
     async () => {
       if (!containerd.isRunning()) throw new GiveUp(`containerd exited:\n${tailFile(containerd.logFile)}`);
       return existsSync(paths.socket);
@@ -113,20 +113,22 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   );
 
   // Images come from files: nothing is ever pulled (there is no route to a registry anyway).
-  options.say(`${node.name}: importing the pause and transfer images`);
+  options.say(`${node.nodeName}: importing the pause, transfer and local-path images`);
   for (const [tar, reference] of [
     [options.images.pauseTar, options.images.pauseImage],
     [options.images.transferTar, options.images.transferImage],
+    [options.images.localPathTar, options.images.localPathImage],
   ] as const) {
     await host("ctr", ["--address", paths.socket, "--namespace", "k8s.io", "images", "import", "--base-name", importBaseName(reference), tar], {
       timeoutMs: 300_000,
     });
     const listed = await host("ctr", ["--address", paths.socket, "--namespace", "k8s.io", "images", "list", "--quiet"]);
     if (!listed.split("\n").includes(reference))
-      throw new Error(`${node.name}: importing ${tar} did not give ${reference} (have: ${listed.trim().replace(/\n/g, ", ")})`);
+      throw new Error(`${node.nodeName}: importing ${tar} did not give ${reference} (have: ${listed.trim().replace(/\n/g, ", ")})`);
   }
 
-  options.say(`${node.name}: starting the kubelet, kube-proxy, the controller-manager and the scheduler`);
+  const runsControllers = node.indexInCluster === 0;
+  options.say(`${node.nodeName}: starting the kubelet and kube-proxy${runsControllers ? ", the controller-manager and the scheduler" : ""}`);
   const kubeletConfig = join(dir, "kubelet.yaml");
   const resolvConf = join(dir, "resolv.conf");
   // Pods have no DNS server: nothing they could resolve is reachable, and no query should leave.
@@ -157,18 +159,18 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     "--healthz-bind-address=127.0.0.1:10256",
     "--v=1",
   ]);
-  inNode("kube-controller-manager", bin("kube-controller-manager"), [
-    `--kubeconfig=${options.kubeconfigPath}`,
-    "--leader-elect=false",
-    "--bind-address=127.0.0.1",
-    // Host-path volumes in the node's private /tmp, for the test StorageClass.
-    "--enable-hostpath-provisioner=true",
-    `--service-cluster-ip-range=${node.serviceCidr}`,
-    "--allocate-node-cidrs=false",
-    "--use-service-account-credentials=false",
-    "--v=1",
-  ]);
-  inNode("kube-scheduler", bin("kube-scheduler"), [`--kubeconfig=${options.kubeconfigPath}`, "--leader-elect=false", "--bind-address=127.0.0.1", "--v=1"]);
+  if (runsControllers) {
+    inNode("kube-controller-manager", bin("kube-controller-manager"), [
+      `--kubeconfig=${options.kubeconfigPath}`,
+      "--leader-elect=false",
+      "--bind-address=127.0.0.1",
+      `--service-cluster-ip-range=${node.serviceCidr}`,
+      "--allocate-node-cidrs=false",
+      "--use-service-account-credentials=false",
+      "--v=1",
+    ]);
+    inNode("kube-scheduler", bin("kube-scheduler"), [`--kubeconfig=${options.kubeconfigPath}`, "--leader-elect=false", "--bind-address=127.0.0.1", "--v=1"]);
+  }
 
   await waitForNodeReady(options.kubeConfig, node.nodeName, children);
   return {

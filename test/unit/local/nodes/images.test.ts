@@ -13,8 +13,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const pauseTar = join(dir, "pause.tar");
 const transferTar = join(dir, "transfer.tar");
+const localPathTar = join(dir, "local-path.tar");
 writeFileSync(pauseTar, "");
 writeFileSync(transferTar, "");
+writeFileSync(localPathTar, "");
 
 function manifest(lines: string[]): string {
   const path = join(dir, `images-${Math.random().toString(16).slice(2)}.env`);
@@ -27,20 +29,25 @@ const good = [
   `DVM_PAUSE_TAR=${pauseTar}`,
   "DVM_TRANSFER_IMAGE=localhost/dvm-transfer:bookworm-rsync-3.2.7-0123456789ab",
   `DVM_TRANSFER_TAR=${transferTar}`,
+  "DVM_LOCAL_PATH_IMAGE=localhost/dvm-local-path:v0.0.30-0123456789ab",
+  `DVM_LOCAL_PATH_TAR=${localPathTar}`,
 ];
 
 describe("readImagesManifest", () => {
-  it("returns the two images and their archives", () => {
+  it("returns the three images and their archives", () => {
     expect(readImagesManifest(manifest(good))).toEqual({
       pauseImage: "localhost/dvm-pause:3.10.2-0123456789ab",
       pauseTar,
       transferImage: "localhost/dvm-transfer:bookworm-rsync-3.2.7-0123456789ab",
       transferTar,
+      localPathImage: "localhost/dvm-local-path:v0.0.30-0123456789ab",
+      localPathTar,
     });
   });
 
   it("names a missing entry", () => {
-    expect(() => readImagesManifest(manifest(good.slice(0, 3)))).toThrow(/DVM_TRANSFER_TAR/);
+    expect(() => readImagesManifest(manifest(good.filter((line) => !line.startsWith("DVM_TRANSFER_TAR"))))).toThrow(/DVM_TRANSFER_TAR/);
+    expect(() => readImagesManifest(manifest(good.slice(0, 5)))).toThrow(/DVM_LOCAL_PATH_TAR/);
   });
 
   it("refuses an image that is not a local one, naming the entry", () => {

@@ -44,7 +44,8 @@ export async function runRelayPodBench(options: { nodes: NodeClusters; dynamoEnd
   const { nodes, log } = options;
   const [source, destination] = nodes.clusters as [(typeof nodes.clusters)[0], (typeof nodes.clusters)[0]];
   const image = await ensureRelayImage(nodes.images);
-  await importRelayImage(source.node.containerdSocket, image);
+  // Every source node: the scheduler may put either replica on either node.
+  for (const node of source.nodes) await importRelayImage(node.containerdSocket, image);
   const offline = await startServerlessOffline({
     env: {
       [ENV.ledgerTable]: "bench-nodes",

@@ -45,7 +45,8 @@ beforeAll(async () => {
   const images = await ensureNodeImages({ onProgress: () => {} });
   image = await ensureRelayImage(images, say);
   say(`image ${image.image}: ${(image.bytes / MiB).toFixed(1)} MiB, ${image.seconds.toFixed(1)} s`);
-  await importRelayImage(nodes.source.containerdSocket, image);
+  // Every source node: the scheduler may put either replica on either node.
+  for (const node of nodes.sourceNodes) await importRelayImage(node.containerdSocket, image);
 
   const dynamo = dynamoEndpoint();
   if (!dynamo) throw new Error("DynamoDB is not part of this run");

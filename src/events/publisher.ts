@@ -12,8 +12,10 @@
  *
  * Counts: sent, failed (given up after retries, or the event could not be built), dropped (queue full).
  */
+
 import type { CloudEventV1 } from "cloudevents";
 import { errorMessage } from "../errorMessage";
+import { backoffDelay } from "../lib/backoff";
 import { type Logger, silentLogger } from "../log";
 
 /** Where events go (HTTP endpoint, EventBridge bus). */
@@ -202,7 +204,6 @@ export class EventPublisher {
 
   /** Full jitter: uniform in [0, min(max, base * 2^(attempt-1))). */
   backoffMs(attempt: number): number {
-    const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(attempt - 1, 20));
-    return Math.floor(this.random() * cap);
+    return backoffDelay(attempt, { initialMs: this.baseDelayMs, maxMs: this.maxDelayMs, jitter: "full", random: this.random });
   }
 }

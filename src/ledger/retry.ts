@@ -2,6 +2,7 @@
  * Retries of transient DynamoDB errors, owned here rather than by the SDK (clients are built with
  * maxAttempts: 1, see client.ts) so the number of tries and the backoff are predictable and testable.
  */
+import { backoffDelay } from "../lib/backoff";
 import { LedgerUnavailableError } from "./errors";
 
 export interface RetryPolicy {
@@ -81,8 +82,7 @@ export function isTransientDynamoError(error: unknown): boolean {
 
 /** Delay before retry number `retry` (1-based): uniform in [0, min(max, base * 2^(retry-1))). */
 export function backoffDelayMs(retry: number, policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs" | "random">): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
-  return Math.floor(policy.random() * ceiling);
+  return backoffDelay(retry, { initialMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: "full", random: policy.random });
 }
 
 /**
@@ -133,8 +133,7 @@ export async function retryUntil<T>(request: () => Promise<T>, options: Deadline
       if (!(error instanceof LedgerUnavailableError)) throw error;
       // Half the ceiling fixed, half jittered: a round never follows at once, and rounds of several
       // invocations spread out.
-      const ceiling = Math.min(DEADLINE_RETRY.maxDelayMs, DEADLINE_RETRY.baseDelayMs * 2 ** Math.min(round - 1, 10));
-      const pause = Math.floor(ceiling / 2 + random() * (ceiling / 2));
+      const pause = backoffDelay(round, { initialMs: DEADLINE_RETRY.baseDelayMs, maxMs: DEADLINE_RETRY.maxDelayMs, jitter: "half", random });
       if (options.now() + pause >= options.deadlineAt) throw error;
       await options.sleep(pause);
     }

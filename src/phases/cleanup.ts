@@ -13,12 +13,11 @@ import type { Cluster } from "../kube/cluster";
 import { KINDS, type KubeObject } from "../kube/objects";
 import { dvmShortId, LABEL, transferNames, transferSelector } from "./names";
 import { releasePvcs } from "./pvcUse";
-import { runningSince } from "./timing";
-import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
+import { warnWhenWaitingLong } from "./timing";
+import { advance, type CleanupScope, type PhaseBody, type PhaseOutcome, wait } from "./types";
 import { uniqueNamespaces } from "./volumes";
 
 const TRANSFER_KINDS = [KINDS.Pod, KINDS.Service, KINDS.Secret, KINDS.ConfigMap, KINDS.Route];
-const WARN_AFTER_MS = 3 * 60_000;
 /** How long a deleted transfer object's finalizers (none of them the controller's) are waited for. */
 export const FOREIGN_FINALIZER_GRACE_MS = 5 * 60_000;
 
@@ -27,7 +26,7 @@ interface Scope {
   namespaces: string[];
 }
 
-function scopes(ctx: PhaseContext): Scope[] {
+function scopes(ctx: CleanupScope): Scope[] {
   const { source, destination, sameCluster } = ctx.clusters;
   const from = uniqueNamespaces(ctx.volumes.map((v) => v.from));
   const to = uniqueNamespaces(ctx.volumes.map((v) => v.to));
@@ -46,7 +45,7 @@ interface Found {
   object: KubeObject;
 }
 
-async function transferObjects(ctx: PhaseContext): Promise<Found[]> {
+async function transferObjects(ctx: CleanupScope): Promise<Found[]> {
   const found: Found[] = [];
   const ownNamePrefix = `dvm-${dvmShortId(ctx.dvm)}-`;
   for (const { cluster, namespaces } of scopes(ctx)) {
@@ -62,7 +61,7 @@ async function transferObjects(ctx: PhaseContext): Promise<Found[]> {
   return found;
 }
 
-async function deleteAll(ctx: PhaseContext): Promise<number> {
+async function deleteAll(ctx: CleanupScope): Promise<number> {
   let deleted = 0;
   for (const found of await transferObjects(ctx)) {
     if ((await deleteFound(found)) === "deleted") deleted++;
@@ -89,20 +88,26 @@ function heldByForeignFinalizers(object: KubeObject, now: number): boolean {
 /** Deletes transfer objects; also progress records when spec.deleteProgressReportingCRs is set. */
 export function deleteTransferResources(options: { progressRecords: boolean }): PhaseBody {
   return async (ctx) => {
-    const deleted = await deleteAll(ctx);
-    // The transfer is over (or never ran): the volumes are free for another migration.
-    await releasePvcs(ctx);
-    if (options.progressRecords && ctx.spec.deleteProgressReportingCRs) {
-      for (const record of await ctx.clusters.host.list(KINDS.DirectVolumeMigrationProgress, ctx.dvm.namespace, { [LABEL.dvmUid]: ctx.dvm.uid })) {
-        await ctx.clusters.host.delete({ ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: record.metadata.name });
-      }
-    }
-    ctx.log.info("transfer resources deleted", { deleted });
+    await removeTransferResources(ctx, options);
     return advance();
   };
 }
 
-export const waitForTransferResourcesGone: PhaseBody = async (ctx) => {
+/** The body of deleteTransferResources, for a scope outside any phase (a DVM's deletion). */
+export async function removeTransferResources(ctx: CleanupScope, options: { progressRecords: boolean }): Promise<void> {
+  const deleted = await deleteAll(ctx);
+  // The transfer is over (or never ran): the volumes are free for another migration.
+  await releasePvcs(ctx);
+  if (options.progressRecords && ctx.spec.deleteProgressReportingCRs) {
+    for (const record of await ctx.clusters.host.list(KINDS.DirectVolumeMigrationProgress, ctx.dvm.namespace, { [LABEL.dvmUid]: ctx.dvm.uid })) {
+      await ctx.clusters.host.delete({ ...KINDS.DirectVolumeMigrationProgress, namespace: ctx.dvm.namespace, name: record.metadata.name });
+    }
+  }
+  ctx.log.info("transfer resources deleted", { deleted });
+}
+
+/** Advances once this DVM's transfer objects are gone (a phase body, and a step of a DVM's deletion). */
+export async function waitForTransferResourcesGone(ctx: CleanupScope): Promise<PhaseOutcome> {
   const found = await transferObjects(ctx);
   const now = ctx.clock.now();
   const stuck = found.filter(({ object }) => heldByForeignFinalizers(object, now));
@@ -129,19 +134,11 @@ export const waitForTransferResourcesGone: PhaseBody = async (ctx) => {
     };
   }
   const names = left.map(({ kind, object }) => `${kind.kind} ${object.metadata.namespace}/${object.metadata.name}`);
-  const waited = ctx.clock.now() - runningSince(ctx.status, ctx.clock);
   return wait(`${left.length} transfer resources still terminating`, {
-    warnings:
-      waited > WARN_AFTER_MS
-        ? [
-            {
-              type: CONDITION.RsyncTransferPodsPending,
-              status: "True",
-              category: "Warn",
-              reason: "ResourcesTerminating",
-              message: `Still terminating: ${names.slice(0, 10).join(", ")}`,
-            },
-          ]
-        : [],
+    warnings: warnWhenWaitingLong(ctx, {
+      type: CONDITION.RsyncTransferPodsPending,
+      reason: "ResourcesTerminating",
+      message: `Still terminating: ${names.slice(0, 10).join(", ")}`,
+    }),
   });
-};
+}

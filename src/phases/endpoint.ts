@@ -7,11 +7,10 @@ import type { EndpointType } from "../dvm/types";
 import { KINDS, type KubeObject, refOf, type ServiceObject } from "../kube/objects";
 import { LABEL, STUNNEL_PORT, transferLabels } from "./names";
 import { type ServerGroup, serverGroups } from "./serverGroups";
-import { runningSince } from "./timing";
+import { warnWhenWaitingLong } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 
 export const SERVER_ROLE = "rsync-server";
-const WARN_AFTER_MS = 3 * 60_000;
 
 export function endpointTypeOf(ctx: Pick<PhaseContext, "spec">): EndpointType {
   return ctx.spec.endpointType ?? "ClusterIP";
@@ -110,8 +109,7 @@ export const ensureRsyncEndpointReady: PhaseBody = async (ctx) => {
     if ("pending" in address) pending.push(`${group.namespace}/${group.names.endpointService}: ${address.pending}`);
   }
   if (pending.length === 0) return advance();
-  const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;
   return wait(pending.join("; "), {
-    warnings: late ? [{ type: CONDITION.RsyncEndpointNotReady, status: "True", category: "Warn", reason: "NotReady", message: pending.join("; ") }] : [],
+    warnings: warnWhenWaitingLong(ctx, { type: CONDITION.RsyncEndpointNotReady, reason: "NotReady", message: pending.join("; ") }),
   });
 };

@@ -8,13 +8,13 @@
  */
 
 import type { Cluster } from "../kube/cluster";
+import { retryOnConflict } from "../kube/conflictRetry";
 import { KubeApiError } from "../kube/errors";
 import { type KubeObject, type PvcObject, refOf } from "../kube/objects";
-import type { PhaseContext } from "./types";
+import type { CleanupScope, PhaseContext } from "./types";
 import { formatPvc, type PvcName, specField, type VolumePair } from "./volumes";
 
 export const IN_USE_BY = "dvm.migration.openshift.io/in-use-by";
-const GUARDED_WRITE_ATTEMPTS = 5;
 
 interface Holder {
   namespace: string;
@@ -36,7 +36,7 @@ interface Use {
   pvc: PvcName;
 }
 
-function usesOf(ctx: PhaseContext, sides: readonly ("source" | "destination")[]): Use[] {
+function usesOf(ctx: Pick<PhaseContext, "volumes" | "clusters">, sides: readonly ("source" | "destination")[]): Use[] {
   return ctx.volumes.flatMap((pair) => sides.map((side) => ({ pair, cluster: ctx.clusters[side], pvc: side === "source" ? pair.from : pair.to })));
 }
 
@@ -55,44 +55,37 @@ export async function markPvcsInUse(ctx: PhaseContext, sides: readonly ("source"
   const mine = inUseValue(ctx.dvm);
   for (const { pair, cluster, pvc } of usesOf(ctx, sides)) {
     const ref = refOf("PersistentVolumeClaim", pvc.namespace, pvc.name);
-    for (let attempt = 1; ; attempt++) {
+    // Someone else wrote the PVC since it was read: read again and decide again.
+    await retryOnConflict(async () => {
       const found = await cluster.get<PvcObject>(ref);
-      if (!found) break;
+      if (!found) return;
       const holder = holderOf(found);
-      if (holder?.uid === ctx.dvm.uid) break;
+      if (holder?.uid === ctx.dvm.uid) return;
       if (holder && (await stillRuns(ctx, holder))) {
         errors.push(
           `${specField(pair)}: PersistentVolumeClaim ${formatPvc(pvc)} on the ${cluster.name} cluster is in use by DirectVolumeMigration ${holder.namespace}/${holder.name} (uid ${holder.uid}); migrate it once that one has finished or is deleted`,
         );
-        break;
+        return;
       }
-      try {
-        await cluster.patchAnnotations(ref, { [IN_USE_BY]: mine }, found.metadata.resourceVersion ?? "");
-        ctx.log.info("PVC marked in use", { pvc: formatPvc(pvc), cluster: cluster.name, ...(holder ? { takenFrom: inUseValue(holder) } : {}) });
-        break;
-      } catch (error) {
-        // Someone else wrote the PVC since it was read: read again and decide again.
-        if (!(error instanceof KubeApiError && error.isConflict) || attempt >= GUARDED_WRITE_ATTEMPTS) throw error;
-      }
-    }
+      await cluster.patchAnnotations(ref, { [IN_USE_BY]: mine }, found.metadata.resourceVersion ?? "");
+      ctx.log.info("PVC marked in use", { pvc: formatPvc(pvc), cluster: cluster.name, ...(holder ? { takenFrom: inUseValue(holder) } : {}) });
+    });
   }
   return errors;
 }
 
 /** Gives back this DVM's marks (a mark of another DVM is left alone). */
-export async function releasePvcs(ctx: PhaseContext): Promise<void> {
+export async function releasePvcs(ctx: CleanupScope): Promise<void> {
   for (const { cluster, pvc } of usesOf(ctx, ["source", "destination"])) {
     const ref = refOf("PersistentVolumeClaim", pvc.namespace, pvc.name);
-    for (let attempt = 1; ; attempt++) {
+    await retryOnConflict(async () => {
       const found = await cluster.get(ref);
-      if (!found || holderOf(found)?.uid !== ctx.dvm.uid) break;
+      if (!found || holderOf(found)?.uid !== ctx.dvm.uid) return;
       try {
         await cluster.patchAnnotations(ref, { [IN_USE_BY]: null }, found.metadata.resourceVersion ?? "");
-        break;
       } catch (error) {
-        if (error instanceof KubeApiError && error.isNotFound) break;
-        if (!(error instanceof KubeApiError && error.isConflict) || attempt >= GUARDED_WRITE_ATTEMPTS) throw error;
+        if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
       }
-    }
+    });
   }
 }

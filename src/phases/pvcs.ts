@@ -2,6 +2,7 @@
  * CreateDestinationPVCs: each destination PVC from its source, with the target storage class, access modes
  * and volume mode. An existing PVC is left alone (create-or-adopt), as upstream.
  */
+import { quantityValue } from "../dvm/quantity";
 import type { TargetSize } from "../dvm/types";
 import { KINDS, type PvcObject, refOf } from "../kube/objects";
 import { LABEL, PART_OF } from "./names";
@@ -15,15 +16,7 @@ export function requestedSize(source: PvcObject): string | undefined {
   const request = source.spec?.resources?.requests?.storage;
   const capacity = source.status?.capacity?.storage;
   if (!request || !capacity) return request ?? capacity;
-  return quantityBytes(capacity) > quantityBytes(request) ? capacity : request;
-}
-
-const SUFFIX: Record<string, number> = { "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50 };
-
-export function quantityBytes(quantity: string): number {
-  const match = /^([0-9.]+)([a-zA-Z]*)$/.exec(quantity.trim());
-  const factor = match ? SUFFIX[match[2]!] : undefined;
-  return match && factor !== undefined ? Number(match[1]) * factor : NaN;
+  return (quantityValue(capacity) ?? Number.NaN) > (quantityValue(request) ?? Number.NaN) ? capacity : request;
 }
 
 export function destinationPvc(pair: VolumePair, source: PvcObject, dvm: DvmIdentity, rightSized?: string): PvcObject {

@@ -29,7 +29,7 @@ import { finalRsyncError } from "./rsyncFailure";
 import { serverGroupOf } from "./serverGroups";
 import { ensureServerPodRunning } from "./serverPods";
 import { sourcePodAffinity } from "./sourcePlacement";
-import { runningSince } from "./timing";
+import { warnWhenWaitingLong } from "./timing";
 import { clientSecretName } from "./transferConfig";
 import { advance, type PhaseBody, type PhaseContext, type StatusUpdate, wait } from "./types";
 import { formatPvc, specField, type VolumePair } from "./volumes";
@@ -388,21 +388,19 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
   const vanished = vanishedWarning(reports);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
   if (open.length > 0) {
-    const pendingTooLong = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > PENDING_WARN_AFTER_MS && reports.some((r) => r.state === "pending");
-    const warnings: ConditionInput[] = pendingTooLong
-      ? [
-          {
-            type: CONDITION.RsyncClientPodsPending,
-            status: "True",
-            category: "Warn",
-            reason: "PodStuckInContainerCreating",
-            message: `rsync client pods pending for more than 10 minutes: ${open
-              .filter((r) => r.state === "pending")
-              .map((r) => `${r.pair.from.namespace}/${r.pod}`)
-              .join(", ")}`,
-          },
-        ]
-      : [];
+    const pending = open.filter((r) => r.state === "pending").map((r) => `${r.pair.from.namespace}/${r.pod}`);
+    const warnings =
+      pending.length === 0
+        ? []
+        : warnWhenWaitingLong(
+            ctx,
+            {
+              type: CONDITION.RsyncClientPodsPending,
+              reason: "PodStuckInContainerCreating",
+              message: `rsync client pods pending for more than 10 minutes: ${pending.join(", ")}`,
+            },
+            PENDING_WARN_AFTER_MS,
+          );
     const queued = open.filter((r) => r.state === "queued").length;
     const reason = `${open.length - queued} of ${reports.length} volumes transferring${queued > 0 ? `, ${queued} queued (spec.transfer.maxConcurrentVolumes ${ctx.transfer.maxConcurrentVolumes})` : ""}`;
     return wait(reason, { status, warnings: vanished ? [...warnings, vanished] : warnings });

@@ -9,10 +9,8 @@ import { rsyncServerPod } from "../transfer";
 import { servedPvcs } from "./blockVolumes";
 import { serverPodLabels } from "./endpoint";
 import { describeGroup, type ServerGroup, serverGroups } from "./serverGroups";
-import { runningSince } from "./timing";
+import { warnWhenWaitingLong } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
-
-const WARN_AFTER_MS = 3 * 60_000;
 
 export async function serverPodFor(ctx: PhaseContext, group: ServerGroup) {
   return rsyncServerPod({
@@ -63,18 +61,11 @@ export const waitForRsyncTransferPodsRunning: PhaseBody = async (ctx) => {
     if (state !== "running") notRunning.push(`${describeGroup(group)} (${state})`);
   }
   if (notRunning.length === 0) return advance();
-  const late = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > WARN_AFTER_MS;
   return wait(`rsync server pods not running: ${notRunning.join(", ")}`, {
-    warnings: late
-      ? [
-          {
-            type: CONDITION.RsyncTransferPodsPending,
-            status: "True",
-            category: "Warn",
-            reason: "PodsPending",
-            message: `rsync server pods not running after 3 minutes: ${notRunning.map((p) => `kubectl describe pod -n ${p.split("/")[0]} ${p.split("/")[1]!.split(" ")[0]}`).join("; ")}`,
-          },
-        ]
-      : [],
+    warnings: warnWhenWaitingLong(ctx, {
+      type: CONDITION.RsyncTransferPodsPending,
+      reason: "PodsPending",
+      message: `rsync server pods not running after 3 minutes: ${notRunning.map((p) => `kubectl describe pod -n ${p.split("/")[0]} ${p.split("/")[1]!.split(" ")[0]}`).join("; ")}`,
+    }),
   });
 };

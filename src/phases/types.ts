@@ -54,6 +54,12 @@ export interface PhaseContext {
   lease?: PhaseLease;
 }
 
+/**
+ * What removing a migration's transfer objects needs: the DVM, its spec and status, its clusters and
+ * volumes. A DVM's deletion (src/runner/deletion.ts) runs outside any phase and builds only this.
+ */
+export type CleanupScope = Pick<PhaseContext, "dvm" | "spec" | "status" | "clusters" | "volumes" | "clock" | "log">;
+
 /** Status fields a phase may set; the runner merges them into the status it writes. */
 export type StatusUpdate = Partial<
   Pick<

@@ -8,8 +8,8 @@ import { type KubeConfig, Watch } from "@kubernetes/client-node";
 import type { Clock } from "../clock";
 import { errorMessage } from "../errorMessage";
 import { toKubeApiError } from "../kube/errors";
+import { type BackoffOptions, backoffDelay } from "../lib/backoff";
 import type { Logger } from "../log";
-import { type BackoffOptions, backoffDelay } from "./backoff";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 

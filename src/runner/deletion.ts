@@ -12,16 +12,16 @@
  */
 
 import type { Clock } from "../clock";
-import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy, policyViolations } from "../dvm/policy";
-import { transferSettingsFor } from "../dvm/transferPolicy";
+import { type MigrationPolicy, policyViolations } from "../dvm/policy";
 import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
+import { retryOnConflict } from "../kube/conflictRetry";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../kube/resolver";
 import type { PhaseLedger } from "../ledger";
 import type { Logger } from "../log";
-import { deleteTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
-import { type MigrationClusters, MigrationInputError, type PhaseContext } from "../phases/types";
+import { removeTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
+import { type CleanupScope, type MigrationClusters, MigrationInputError } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
 import { cleanupLeftCondition, DEFAULT_CREDENTIAL_GRACE_MS } from "./credentialGrace";
 import { MAX_CLOCK_SKEW_MS } from "./lease";
@@ -49,8 +49,6 @@ export type DeletionStep =
   /** Nothing of the DVM is left on the clusters; the finalizer is released (or was never there). */
   | { kind: "released" };
 
-const FINALIZER_WRITE_ATTEMPTS = 5;
-
 export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<DeletionStep> {
   const { uid } = dvm.metadata;
   const now = deps.clock.now();
@@ -64,7 +62,7 @@ export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigr
   const context = await cleanupContext(deps, dvm);
   if (context === WAIT_FOR_CREDENTIALS) return { kind: "terminating", reason: "waiting for the DVM's kubeconfig Secrets to remove its transfer objects" };
   if (context) {
-    await deleteTransferResources({ progressRecords: true })(context);
+    await removeTransferResources(context, { progressRecords: true });
     const left = await waitForTransferResourcesGone(context);
     if (left.kind === "wait") return { kind: "terminating", reason: left.reason };
   }
@@ -77,10 +75,10 @@ export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigr
 const WAIT_FOR_CREDENTIALS = Symbol("wait for credentials");
 
 /**
- * The context the cleanup phase bodies need, or undefined when nothing can have been created (or can be
+ * What the cleanup needs (no phase runs: no attempt, image or transfer settings), or undefined when nothing can have been created (or can be
  * reached), or WAIT_FOR_CREDENTIALS while a missing kubeconfig Secret may still come back (a rotation).
  */
-async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<PhaseContext | undefined | typeof WAIT_FOR_CREDENTIALS> {
+async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<CleanupScope | undefined | typeof WAIT_FOR_CREDENTIALS> {
   const parsed = parseDvmSpec(dvm.spec);
   // An invalid spec failed before any phase body ran: nothing was created from it.
   if (!parsed.ok) return undefined;
@@ -117,14 +115,8 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     dvm: { name, namespace, uid, generation },
     spec: { ...parsed.spec, deleteProgressReportingCRs: true },
     status: dvm.status,
-    itinerary: "VolumeMigration",
-    phase: "CleanupAfterFailure",
     clusters,
     volumes: volumePairs(parsed.spec, "VolumeMigration"),
-    // Cleanup creates no pod: the image is never used.
-    transferImage: DEFAULT_MIGRATION_POLICY.defaultTransferImage,
-    transfer: transferSettingsFor(parsed.spec, (deps.policy ?? DEFAULT_MIGRATION_POLICY).transfer),
-    attempt: 0,
     clock: deps.clock,
     log: deps.log,
   };
@@ -132,8 +124,8 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
 
 /** Removes DVM_FINALIZER, re-reading on a conflict; a DVM that is already gone is done. */
 async function releaseFinalizer(store: DvmStore, dvm: DirectVolumeMigration): Promise<void> {
-  let current: DirectVolumeMigration | undefined = dvm;
-  for (let attempt = 0; attempt < FINALIZER_WRITE_ATTEMPTS; attempt++) {
+  await retryOnConflict(async (attempt) => {
+    const current = attempt === 1 ? dvm : await store.get(dvm.metadata.namespace, dvm.metadata.name);
     if (!current || current.metadata.uid !== dvm.metadata.uid) return;
     const finalizers = current.metadata.finalizers ?? [];
     if (!finalizers.includes(DVM_FINALIZER)) return;
@@ -142,15 +134,8 @@ async function releaseFinalizer(store: DvmStore, dvm: DirectVolumeMigration): Pr
         current,
         finalizers.filter((f) => f !== DVM_FINALIZER),
       );
-      return;
     } catch (error) {
-      if (!(error instanceof KubeApiError) || !(error.isConflict || error.isNotFound)) throw error;
-      current = error.isNotFound ? undefined : await store.get(current.metadata.namespace, current.metadata.name);
+      if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
     }
-  }
-  throw new KubeApiError(
-    `finalizers of ${dvm.metadata.namespace}/${dvm.metadata.name} kept changing under ${FINALIZER_WRITE_ATTEMPTS} writes`,
-    409,
-    "Conflict",
-  );
+  });
 }

@@ -9,6 +9,7 @@
  *   4. record the outcome in the ledger, conditioned on still holding the claim;
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
+
 import { type Clock, systemClock } from "../clock";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
@@ -18,11 +19,13 @@ import { enterFailure, enterPhase, type Position, positionAfter, positionOf } fr
 import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type Condition, type DirectVolumeMigration, DVM_FINALIZER, type DvmSpec, type DvmStatus, parseDvmSpec, type SpecParseResult } from "../dvm/types";
 import { formatIssue } from "../issues";
+import { retryOnConflict } from "../kube/conflictRetry";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver, unreachableCluster } from "../kube/resolver";
 import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
 import { retryUntil } from "../ledger/retry";
+import { backoffDelay } from "../lib/backoff";
 import { type Logger, silentLogger } from "../log";
 import { PHASE_BODIES } from "../phases";
 import { type MigrationClusters, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
@@ -73,7 +76,6 @@ export interface RunnerOptions {
 }
 
 export const DEFAULT_LEASE_MS = 120_000;
-const STATUS_WRITE_ATTEMPTS = 5;
 
 /** What the host adds to one invocation. */
 export interface RunOptions {
@@ -129,18 +131,36 @@ export class PhaseRunner {
     return { result, stats };
   }
 
+  /**
+   * One invocation in four steps, each returning the run's result or the next step's input: acquire
+   * (the guessed claim and the fresh read), gate (what stops before any body: deletion, an unreadable
+   * status, a finished or held phase, a duplicate), execute (the body under its lease, after the deletion
+   * fence) and commit (the ledger, then the status).
+   */
   private async runOnce(request: ReconcileRequest, stats: RunStats, options: RunOptions): Promise<RunResult> {
-    const { store, ledger } = this.options;
-    // The request's phase is a guess (the relay's last view): the phase is claimed on it before the read,
-    // and the read that follows decides. It runs only if that read, made after the claim, agrees.
     const hostEndAt = options.hostDeadlineAt;
     // Under a host that kills the invocation at a deadline (Lambda's timeout), the lease ends there too.
     const leaseMs = () => leaseWithin(this.leaseMs, this.clock.now(), hostEndAt, this.leaseMarginMs + 1);
+    const acquired = await this.acquire(request, leaseMs, hostEndAt);
+    if ("done" in acquired) return acquired.done;
+    const gated = await this.gate(acquired.next, stats, leaseMs);
+    if ("done" in gated) return gated.done;
+    const executed = await this.execute(gated.next, stats, hostEndAt);
+    if ("done" in executed) return executed.done;
+    return this.commit(executed.next, stats);
+  }
+
+  /**
+   * The request's phase is a guess (the relay's last view): the phase is claimed on it before the read,
+   * and the read that follows decides. The claim stands only if that read, made after it, agrees.
+   */
+  private async acquire(request: ReconcileRequest, leaseMs: () => number, hostEndAt: number | undefined): Promise<Step<Acquired>> {
+    const { store, ledger } = this.options;
     const guess = guessedKey(request);
     const early = guess
       ? await ledger.claim({ uid: request.uid, ...guess }, { leaseMs: leaseMs(), dvm: { namespace: request.namespace, name: request.name } })
       : undefined;
-    if (guess && early?.kind === "held") return this.busyHeld(request, guess.phase, early);
+    if (guess && early?.kind === "held") return { done: this.busyHeld(request, guess.phase, early) };
     const earlyClaim = early?.kind === "claimed" ? early.claim : undefined;
     // With a claimed guess the body likely runs right after the read: the Secrets this DVM's last context
     // named are read meanwhile (clusterPrefetch.ts). Without one they are read while the fence re-reads.
@@ -148,52 +168,62 @@ export class PhaseRunner {
     const read = await this.givingBack(earlyClaim, hostEndAt, () => store.get(request.namespace, request.name));
     const confirmed = guess !== undefined && read !== undefined && confirmsGuess(read, request.uid, guess);
     if (earlyClaim && !confirmed) await this.dropGuess(earlyClaim, read, request.uid, hostEndAt);
+    if (!read || read.metadata.uid !== request.uid) return { done: this.gone(request.uid) };
+    return { next: { dvm: read, clusters, ...(confirmed && early ? { confirmedClaim: early } : {}) } };
+  }
 
-    if (!read || read.metadata.uid !== request.uid) return this.gone(request.uid);
-    let fresh: DirectVolumeMigration = read;
-    if (fresh.metadata.deletionTimestamp) return this.onDeletion(fresh);
+  /** What stops the invocation before any body runs; otherwise the claim the body runs under. */
+  private async gate(acquired: Acquired, stats: RunStats, leaseMs: () => number): Promise<Step<Gated>> {
+    let fresh = acquired.dvm;
+    if (fresh.metadata.deletionTimestamp) return { done: await this.onDeletion(fresh) };
     const unreadable = unreadableStatus(fresh);
-    if (unreadable) return this.stopUnreadable(fresh, unreadable, stats);
-
-    const parsed = parseDvmSpec(fresh.spec);
+    if (unreadable) return { done: await this.stopUnreadable(fresh, unreadable, stats) };
     const position = positionOf(fresh.status, migrationTypeOf(fresh));
-    if (position.phase === "Completed") return this.finished(request.uid);
-
+    if (position.phase === "Completed") return { done: this.finished(fresh.metadata.uid) };
     if (!fresh.metadata.finalizers?.includes(DVM_FINALIZER)) {
       const adopted = await this.adopt(fresh);
-      if (adopted.kind !== "adopted") return adopted.result;
+      if (adopted.kind !== "adopted") return { done: adopted.result };
       fresh = adopted.dvm;
     }
-
     const { uid, generation, namespace, name } = fresh.metadata;
-    let log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
-    const specChanged = specChangeOf(fresh, position);
+    const log = this.log.child({ dvm: `${namespace}/${name}`, uid, phase: position.phase, generation });
     const claimed =
-      confirmed && early ? early : await ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: leaseMs(), dvm: { namespace, name } });
-
-    if (claimed.kind === "held") return this.busyHeld(request, position.phase, claimed, log);
-    if (claimed.kind === "completed") {
-      // Recorded as done: the body must not run again. The status may lag (a crash between the ledger
-      // write and the status write, or a stale request): bring it up to the recorded outcome.
-      const repaired = await this.writeTransition(fresh, position, claimed.outcome, stats);
-      log.info("duplicate suppressed", { next: claimed.outcome.nextPhase, statusRepaired: repaired });
-      return {
-        kind: "duplicate",
-        phase: position.phase,
-        next: claimed.outcome.nextPhase,
-        statusRepaired: repaired,
-        requeueAfterMs: phaseSpec(claimed.outcome.nextPhase).requeueMs,
-      };
-    }
-
+      acquired.confirmedClaim ??
+      (await this.options.ledger.claim({ uid, phase: position.phase, generation }, { leaseMs: leaseMs(), dvm: { namespace, name } }));
+    if (claimed.kind === "held") return { done: this.busyHeld(fresh.metadata, position.phase, claimed, log) };
+    if (claimed.kind === "completed") return { done: await this.repair(fresh, position, claimed.outcome, log, stats) };
     const claim = claimed.claim;
     stats.attempt = claim.attempt;
     stats.takeover = claim.takeover;
-    log = log.child({ attempt: claim.attempt });
-    if (claim.takeover) log.warn("lease takeover: the previous holder's lease expired before it finished");
+    const claimLog = log.child({ attempt: claim.attempt });
+    if (claim.takeover) claimLog.warn("lease takeover: the previous holder's lease expired before it finished");
+    const phase = position.phase;
+    return {
+      next: { dvm: fresh, position: { ...position, phase }, claim, log: claimLog, clusters: acquired.clusters, fenced: acquired.confirmedClaim !== undefined },
+    };
+  }
 
+  /**
+   * Recorded as done: the body must not run again. The status may lag (a crash between the ledger write
+   * and the status write, or a stale request): it is brought up to the recorded outcome.
+   */
+  private async repair(fresh: DirectVolumeMigration, position: Position, outcome: RecordedOutcome, log: Logger, stats: RunStats): Promise<RunResult> {
+    const repaired = await this.writeTransition(fresh, position, outcome, stats);
+    log.info("duplicate suppressed", { next: outcome.nextPhase, statusRepaired: repaired });
+    return {
+      kind: "duplicate",
+      phase: position.phase,
+      next: outcome.nextPhase,
+      statusRepaired: repaired,
+      requeueAfterMs: phaseSpec(outcome.nextPhase).requeueMs,
+    };
+  }
+
+  /** The body under its lease, once the deletion fence has passed; its outcome, or the result of an error. */
+  private async execute(gated: Gated, stats: RunStats, hostEndAt: number | undefined): Promise<Step<Executed>> {
+    const { dvm: fresh, position, claim, log } = gated;
     const lease = new BodyLease({
-      ledger,
+      ledger: this.options.ledger,
       claim,
       leaseMs: this.leaseMs,
       marginMs: this.leaseMarginMs,
@@ -201,75 +231,98 @@ export class PhaseRunner {
       ...(hostEndAt !== undefined ? { hostDeadlineAt: hostEndAt - HOST_DEADLINE_RESERVE_MS, hostEndAt } : {}),
     });
     // The body's context (the policy check, then the kubeconfig Secrets' read) is built while the fence
-    // below re-reads the DVM: both only read, and the body needs both, so they cost one round trip.
-    // Its outcome is taken inside lease.run, as before; a DVM found deleted just drops it.
+    // re-reads the DVM: both only read, and the body needs both, so they cost one round trip. Its outcome
+    // is taken inside lease.run; a DVM found deleted just drops it.
+    const parsed = parseDvmSpec(fresh.spec);
+    const specChanged = specChangeOf(fresh, position);
     const context = settle(
-      specChanged ? Promise.reject(new MigrationInputError([specChanged])) : this.context(fresh, parsed, position, claim, log, lease, clusters),
+      specChanged
+        ? Promise.reject(new MigrationInputError([specChanged]))
+        : buildPhaseContext({ ...this.contextDeps(log), dvm: fresh, parsed, position, clusters: gated.clusters, attempt: claim.attempt, lease }),
     );
-
-    // The deletion fence: a DVM deleted between the read above and the claim must not get anything
-    // created for it. Deletion waits for every lease claimed before it began (deletion.ts); a claim made
-    // after it began sees the deletionTimestamp on a read that follows the claim, and stops before the
-    // body. A confirmed guess was claimed before the read above, so that read was its fence.
-    if (!confirmed) {
-      const recheck = await this.givingBack(claim, hostEndAt, () => store.get(namespace, name));
-      if (!recheck || recheck.metadata.uid !== uid || recheck.metadata.deletionTimestamp) {
-        await this.releaseUnrun(claim, hostEndAt);
-        log.info("DVM deleted while the phase was being claimed: not run");
-        if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
-        // Gone already: this entry was written after the deletion retired the others.
-        await ledger.retire(uid);
-        return this.gone(uid);
-      }
+    if (!gated.fenced) {
+      const stopped = await this.deletionFence(gated, hostEndAt);
+      if (stopped) return { done: stopped };
     }
-
     const body = this.bodies[position.phase];
-    let outcome: PhaseOutcome;
     try {
-      outcome = await lease.run(async () => {
+      const outcome = await lease.run(async () => {
         const built = unwrap(await context);
         log.info("phase started");
         return body(built);
       });
+      return { next: { ...gated, lease, outcome } };
     } catch (error) {
-      const credential = credentialProblem(error);
-      const since = credential === undefined ? undefined : (credentialFailureSince(fresh.status) ?? this.clock.now());
-      if (credential !== undefined && since !== undefined && this.clock.now() - since < this.credentialGraceMs) {
-        // A rotation in progress, or a credential being renewed: retried, the first failure's time kept.
-        return this.retryLater(fresh, position, claim, lease, error, log, stats, credential);
-      }
-      if (credential !== undefined && since !== undefined) {
-        const gaveUp = gaveUpMessage(credential, since, this.credentialGraceMs);
-        outcome =
-          position.itinerary === "VolumeMigrationFailed" && parsed.ok
-            ? { kind: "fail", errors: [gaveUp], category: "Warn", warnings: [cleanupLeftCondition(fresh.metadata, parsed.spec, gaveUp)] }
-            : { kind: "fail", errors: [gaveUp], category: "Critical" };
-      } else if (error instanceof CleanupGaveUpError) {
-        outcome = { kind: "fail", errors: error.errors, category: "Warn", warnings: [error.left] };
-      } else if (error instanceof MigrationInputError) {
-        outcome = { kind: "fail", errors: error.errors, category: "Critical" };
-      } else if (error instanceof LostClaimError) {
-        log.warn("claim lost while the body ran (lease renewal refused): stopped", { holderAttempt: error.current?.attempt });
-        return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
-      } else {
-        if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
-        return this.retryLater(fresh, position, claim, lease, error, log, stats);
-      }
-    }
-
-    try {
-      return await this.finish(fresh, position, claim, lease, outcome, log, stats);
-    } catch (error) {
-      if (error instanceof LostClaimError) {
-        log.warn("claim lost before completion: another invocation took over", { holderAttempt: error.current?.attempt });
-        return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
-      }
-      throw error;
+      const handled = await this.onBodyError(error, { ...gated, lease, parsed }, stats);
+      return "outcome" in handled ? { next: { ...gated, lease, outcome: handled.outcome } } : { done: handled.result };
     }
   }
 
-  private busyHeld(request: ReconcileRequest, phase: string, held: Extract<ClaimResult, { kind: "held" }>, log?: Logger): RunResult {
-    (log ?? this.log.child({ dvm: `${request.namespace}/${request.name}`, uid: request.uid, phase })).info("phase held by another invocation", {
+  /**
+   * The deletion fence: a DVM deleted between the read and the claim must not get anything created for
+   * it. Deletion waits for every lease claimed before it began (deletion.ts); a claim made after it began
+   * sees the deletionTimestamp on this read, which follows the claim, and stops before the body. (A
+   * confirmed guess was claimed before the first read, so that read was its fence.)
+   */
+  private async deletionFence(gated: Gated, hostEndAt: number | undefined): Promise<RunResult | undefined> {
+    const { claim, log } = gated;
+    const { uid, namespace, name } = gated.dvm.metadata;
+    const recheck = await this.givingBack(claim, hostEndAt, () => this.options.store.get(namespace, name));
+    if (recheck && recheck.metadata.uid === uid && !recheck.metadata.deletionTimestamp) return undefined;
+    await this.releaseUnrun(claim, hostEndAt);
+    log.info("DVM deleted while the phase was being claimed: not run");
+    if (recheck?.metadata.uid === uid) return this.onDeletion(recheck);
+    // Gone already: this entry was written after the deletion retired the others.
+    await this.options.ledger.retire(uid);
+    return this.gone(uid);
+  }
+
+  /**
+   * A body that threw: a credential problem is retried within its grace and fails the migration after it;
+   * bad input fails it; a lost claim stops; anything else is retried with backoff.
+   */
+  private async onBodyError(
+    error: unknown,
+    running: Gated & { lease: BodyLease; parsed: SpecParseResult },
+    stats: RunStats,
+  ): Promise<{ outcome: PhaseOutcome } | { result: RunResult }> {
+    const { dvm: fresh, position, log } = running;
+    const credential = credentialProblem(error);
+    if (credential !== undefined) {
+      const since = credentialFailureSince(fresh.status) ?? this.clock.now();
+      // A rotation in progress, or a credential being renewed: retried, the first failure's time kept.
+      if (this.clock.now() - since < this.credentialGraceMs) return { result: await this.retryLater(running, error, stats, credential) };
+      const gaveUp = gaveUpMessage(credential, since, this.credentialGraceMs);
+      return {
+        outcome:
+          position.itinerary === "VolumeMigrationFailed" && running.parsed.ok
+            ? { kind: "fail", errors: [gaveUp], category: "Warn", warnings: [cleanupLeftCondition(fresh.metadata, running.parsed.spec, gaveUp)] }
+            : { kind: "fail", errors: [gaveUp], category: "Critical" },
+      };
+    }
+    if (error instanceof CleanupGaveUpError) return { outcome: { kind: "fail", errors: error.errors, category: "Warn", warnings: [error.left] } };
+    if (error instanceof MigrationInputError) return { outcome: { kind: "fail", errors: error.errors, category: "Critical" } };
+    if (error instanceof LostClaimError) {
+      log.warn("claim lost while the body ran (lease renewal refused): stopped", { holderAttempt: error.current?.attempt });
+      return { result: { kind: "busy", phase: position.phase, retryAfterMs: 0 } };
+    }
+    if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
+    return { result: await this.retryLater(running, error, stats) };
+  }
+
+  /** Records the body's outcome, then writes the status; a claim lost meanwhile belongs to its new holder. */
+  private async commit(executed: Executed, stats: RunStats): Promise<RunResult> {
+    try {
+      return await this.finish(executed, stats);
+    } catch (error) {
+      if (!(error instanceof LostClaimError)) throw error;
+      executed.log.warn("claim lost before completion: another invocation took over", { holderAttempt: error.current?.attempt });
+      return { kind: "busy", phase: executed.position.phase, retryAfterMs: 0 };
+    }
+  }
+
+  private busyHeld(dvm: DvmRef, phase: string, held: Extract<ClaimResult, { kind: "held" }>, log?: Logger): RunResult {
+    (log ?? this.log.child({ dvm: `${dvm.namespace}/${dvm.name}`, uid: dvm.uid, phase })).info("phase held by another invocation", {
       holderAttempt: held.attempt,
     });
     return { kind: "busy", phase, retryAfterMs: Math.max(0, Math.min(held.leaseExpiresAt - this.clock.now(), this.leaseMs)) };
@@ -330,15 +383,8 @@ export class PhaseRunner {
     return { kind: "finished", phase: "Completed" };
   }
 
-  private async finish(
-    fresh: DirectVolumeMigration,
-    position: Position,
-    claim: Claim,
-    lease: BodyLease,
-    outcome: PhaseOutcome,
-    log: Logger,
-    stats: RunStats,
-  ): Promise<RunResult> {
+  private async finish(executed: Executed, stats: RunStats): Promise<RunResult> {
+    const { dvm: fresh, position, claim, lease, outcome, log } = executed;
     const { ledger } = this.options;
     // Giving up on a completion runs the body again once the lease ends: it is retried until then.
     const settle = <T>(write: () => Promise<T>) => this.untilSettled(lease.settleBy(), write);
@@ -393,27 +439,9 @@ export class PhaseRunner {
     }
   }
 
-  private context(
-    fresh: DirectVolumeMigration,
-    parsed: SpecParseResult,
-    position: Position,
-    claim: Claim,
-    log: Logger,
-    lease: BodyLease,
-    clusters: ClusterResolver,
-  ): Promise<PhaseContext> {
-    return buildPhaseContext({
-      dvm: fresh,
-      parsed,
-      position,
-      clusters,
-      policy: this.policy,
-      attempt: claim.attempt,
-      clock: this.clock,
-      log,
-      lease,
-      credentialGraceMs: this.credentialGraceMs,
-    });
+  /** What every phase context is built with, besides the DVM, its claim and its clusters. */
+  private contextDeps(log: Logger): Pick<PhaseContextInput, "policy" | "clock" | "log" | "credentialGraceMs"> {
+    return { policy: this.policy, clock: this.clock, log, credentialGraceMs: this.credentialGraceMs };
   }
 
   /**
@@ -466,28 +494,29 @@ export class PhaseRunner {
     }
   }
 
+  /**
+   * Writes the status `compute` makes of the latest copy (none: nothing to write), guarded by its
+   * resourceVersion; a conflict re-reads and computes again. Returns whether it wrote.
+   */
   private async guardedWrite(
     fresh: DirectVolumeMigration,
     stats: RunStats,
     compute: (current: DirectVolumeMigration) => DvmStatus | undefined,
   ): Promise<boolean> {
     const { store } = this.options;
-    let current: DirectVolumeMigration | undefined = fresh;
-    for (let attempt = 0; attempt < STATUS_WRITE_ATTEMPTS && current; attempt++) {
+    return retryOnConflict(async (attempt) => {
+      const current = attempt === 1 ? fresh : await store.get(fresh.metadata.namespace, fresh.metadata.name);
+      if (!current || current.metadata.uid !== fresh.metadata.uid) return false;
       const next = compute(current);
       if (!next || JSON.stringify(next) === JSON.stringify(current.status)) return false;
       try {
         await store.writeStatus(current, next);
         return true;
       } catch (error) {
-        if (!(error instanceof KubeApiError && error.isConflict)) throw error;
-        stats.statusConflicts++;
-        const reread: DirectVolumeMigration | undefined = await store.get(current.metadata.namespace, current.metadata.name);
-        current = reread && reread.metadata.uid === fresh.metadata.uid ? reread : undefined;
+        if (error instanceof KubeApiError && error.isConflict) stats.statusConflicts++;
+        throw error;
       }
-    }
-    if (!current) return false;
-    throw new KubeApiError(`status of ${fresh.metadata.namespace}/${fresh.metadata.name} kept changing under ${STATUS_WRITE_ATTEMPTS} writes`, 409, "Conflict");
+    });
   }
 
   /** The DVM is being deleted: carry the deletion one step further (deletion.ts). */
@@ -555,16 +584,8 @@ export class PhaseRunner {
     return { kind: "stopped", reason: message };
   }
 
-  private async retryLater(
-    fresh: DirectVolumeMigration,
-    position: Position,
-    claim: Claim,
-    lease: BodyLease,
-    error: unknown,
-    log: Logger,
-    stats: RunStats,
-    credential?: string,
-  ): Promise<RunResult> {
+  private async retryLater(running: Gated & { lease: BodyLease }, error: unknown, stats: RunStats, credential?: string): Promise<RunResult> {
+    const { dvm: fresh, position, claim, lease, log } = running;
     // Into the ledger, a condition and the run result: bounded, as any error text that is recorded.
     const message = truncateUtf8(error instanceof Error ? error.message : String(error), MAX_ERROR_TEXT_BYTES);
     log.warn("phase attempt failed; will retry", { error: message });
@@ -577,7 +598,7 @@ export class PhaseRunner {
       return { kind: "busy", phase: position.phase, retryAfterMs: 0 };
     }
     // The backoff, or longer when the API server said when to come back (429 or 503 with Retry-After).
-    const backoffMs = Math.min(this.maxRetryDelayMs, 500 * 2 ** Math.min(claim.attempt - 1, 10));
+    const backoffMs = backoffDelay(claim.attempt, { maxMs: this.maxRetryDelayMs });
     const askedMs = error instanceof KubeApiError ? error.retryAfterMs : undefined;
     const retryAfterMs = askedMs === undefined ? backoffMs : Math.max(backoffMs, Math.min(askedMs, this.maxRetryDelayMs));
     try {
@@ -599,6 +620,35 @@ export class PhaseRunner {
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
+}
+
+/** A step of runOnce: the invocation's result, or the next step's input. */
+type Step<T> = { done: RunResult } | { next: T };
+
+type DvmRef = { namespace: string; name: string; uid: string };
+
+/** After acquire: the DVM read fresh, and the guessed claim when that read confirmed it. */
+interface Acquired {
+  dvm: DirectVolumeMigration;
+  clusters: ClusterResolver;
+  confirmedClaim?: ClaimResult;
+}
+
+/** After gate: the phase claimed for this invocation. */
+interface Gated {
+  dvm: DirectVolumeMigration;
+  position: Position & { phase: ExecutablePhaseName };
+  claim: Claim;
+  log: Logger;
+  clusters: ClusterResolver;
+  /** Claimed before the fresh read (a confirmed guess): that read was the deletion fence. */
+  fenced: boolean;
+}
+
+/** After execute: what the body decided, to be recorded. */
+interface Executed extends Gated {
+  lease: BodyLease;
+  outcome: PhaseOutcome;
 }
 
 /** The ledger key the request's phase names, when it names an executable phase and a generation. */

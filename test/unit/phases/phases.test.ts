@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { quantityValue } from "../../../src/dvm/quantity";
 import { deleteTransferResources, waitForTransferResourcesGone } from "../../../src/phases/cleanup";
 import { createRsyncEndpoint, endpointAddress, ensureRsyncEndpointReady } from "../../../src/phases/endpoint";
 import { dvmShortId, LABEL, transferLabels, transferNames } from "../../../src/phases/names";
 import { createDestinationNamespaces } from "../../../src/phases/namespaces";
 import { createPVProgressCRs } from "../../../src/phases/progressRecords";
-import { createDestinationPVCs, quantityBytes, requestedSize } from "../../../src/phases/pvcs";
+import { createDestinationPVCs, requestedSize } from "../../../src/phases/pvcs";
 import { serverGroups } from "../../../src/phases/serverGroups";
 import { started } from "../../../src/phases/started";
 import { MigrationInputError, type PhaseContext } from "../../../src/phases/types";
@@ -135,8 +136,8 @@ describe("CreateDestinationNamespaces and CreateDestinationPVCs", () => {
   });
 
   it("sizes from quantities", () => {
-    expect(quantityBytes("1Gi")).toBe(2 ** 30);
-    expect(quantityBytes("1500M")).toBe(1.5e9);
+    expect(quantityValue("1Gi")).toBe(2 ** 30);
+    expect(quantityValue("1500M")).toBe(1.5e9);
     expect(requestedSize(pvc("a", "b", { status: { capacity: { storage: "500Mi" } } }) as never)).toBe("1Gi");
   });
 

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { FAST_REQUEUE_MS, PHASE_NAMES, PHASES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
+import { backoffDelay } from "../../../src/lib/backoff";
 import { LABEL } from "../../../src/phases/names";
-import { backoffDelay } from "../../../src/relay/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
 import { parseRunResult } from "../../../src/relay/runResult";
 import {

@@ -13,10 +13,10 @@ import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } fro
 import { performance } from "node:perf_hooks";
 import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { itemKey } from "../src/aws/ledger/codec";
 import { EXECUTABLE_PHASES } from "../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_PLURAL } from "../src/dvm/types";
 import { resourcePath } from "../src/kube/rest";
-import { itemKey } from "../src/ledger/codec";
 
 export interface FloorTarget {
   /** Where the DVM lives (credentials and TLS as the kubeconfig says). */

@@ -18,6 +18,7 @@
  *   npx tsx bench/nodes.ts                  # 1 GiB
  *   DVM_BENCH_NODES_MIB=256 npx tsx bench/nodes.ts
  */
+
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -25,11 +26,13 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { createLedgerClient, ensureLedgerTable } from "../src/aws/ledger";
+import { createPhaseRunner } from "../src/aws/phaseRunner";
+import { LABEL } from "../src/contracts/labels";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
 import { DVM_API_VERSION, DVM_KIND } from "../src/dvm/types";
 import { KINDS } from "../src/kube/objects";
-import { createLedgerClient, ensureLedgerTable } from "../src/ledger";
 import { writeDataset } from "../src/local/demoData";
 import { startDynamoLocal } from "../src/local/dynamoLocal";
 import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
@@ -38,10 +41,8 @@ import { ensureNodeImages } from "../src/local/nodes/images";
 import { provisionedOn } from "../src/local/nodes/localPath";
 import { volumeFolder } from "../src/local/nodes/volumes";
 import { PHASE_BODIES } from "../src/phases";
-import { LABEL } from "../src/phases/names";
 import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
 import type { PhaseBody } from "../src/phases/types";
-import { createPhaseRunner } from "../src/runner/phaseRunner";
 import { parseRsyncProgress } from "../src/transfer/progress";
 import { rsyncClientArgs } from "../src/transfer/rsyncClient";
 import { envNumber } from "./env";

@@ -13,14 +13,15 @@
  *   npx tsx bench/overhead.ts                                   # 200 transitions
  *   DVM_BENCH_OVERHEAD_TRANSITIONS=60 npx tsx bench/overhead.ts
  */
+
 import { AsyncLocalStorage } from "node:async_hooks";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import type { ClientRequest } from "node:http";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
+import type { ReconcileRequest } from "../src/contracts/request";
 import { ITINERARIES } from "../src/dvm/itinerary";
 import { KubeDvmStore } from "../src/kube/dvmStore";
-import type { ReconcileRequest } from "../src/runner/request";
 import { distribution, prepareMigrations, startEnvironment } from "../test/chaos/harness";
 import { createMigrations, type StartedMigration } from "../test/chaos/harness/fixture";
 import { buildOurRunner, type OurRunner } from "../test/chaos/harness/ourRunner";

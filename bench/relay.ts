@@ -15,18 +15,19 @@
  *
  *   npx tsx bench/relay.ts [dvms]
  */
+
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { ReconcileRequest, RunResult } from "../src/contracts/request";
 import { PHASE_NAMES, PHASES, phaseSpec } from "../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
+import { silentLogger } from "../src/lib/log";
 import { type ControlPlane, startControlPlane } from "../src/local/controlPlane";
-import { silentLogger } from "../src/log";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming } from "../src/relay/leaderElection";
 import { Relay } from "../src/relay/relay";
 import { InProcessTransport } from "../src/relay/transport";
-import type { ReconcileRequest, RunResult } from "../src/runner/request";
 import { CuttableProxy, proxiedKubeConfig } from "../test/support/cuttableProxy";
 import { RelayProcess } from "../test/support/relayProcess";
 import { envNumber } from "./env";

@@ -11,7 +11,7 @@ import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Environment } from "../config/environment";
 import { HttpEventSink } from "../events/httpSink";
 import { EventPublisher, type EventSink, type FlushResult, type PublisherCounts } from "../events/publisher";
-import type { Logger } from "../log";
+import type { Logger } from "../lib/log";
 import { EventBridgeSink } from "./eventBridgeSink";
 import { serviceNameOf } from "./functionConfig";
 import { parseEventsEnv } from "./phaseConfig";

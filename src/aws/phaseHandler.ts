@@ -4,9 +4,9 @@
  * async retry and on-failure destination should take over). functions/phase.ts wires it up.
  */
 
-import { errorMessage } from "../errorMessage";
-import type { Logger } from "../log";
-import type { RunResult } from "../runner/request";
+import type { RunResult } from "../contracts/request";
+import { errorMessage } from "../lib/errorMessage";
+import type { Logger } from "../lib/log";
 import type { PhaseRunner } from "../runner/runner";
 import { classifyError } from "./errors";
 import { type MetricsWriter, recordRejected, recordRun, recordThrown } from "./phaseMetrics";

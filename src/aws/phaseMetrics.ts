@@ -3,8 +3,9 @@
  * the embedded metric format by Powertools Metrics and flushed once per invocation by its middleware.
  * Counters are also written as 0 so sums and rates per phase are right without gaps.
  */
+
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
-import type { RunResult, RunStats } from "../runner/request";
+import type { RunResult, RunStats } from "../contracts/request";
 
 export const METRICS_NAMESPACE = "DvmServerless";
 

@@ -4,7 +4,7 @@
  * child() (DVM uid, phase, generation, attempt) as persistent keys of a Powertools child logger.
  */
 import type { Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
-import type { LogAttributes, Logger } from "../log";
+import type { LogAttributes, Logger } from "../lib/log";
 
 export function powertoolsLogger(logger: PowertoolsLogger): Logger {
   // Attributes are passed as one object so Powertools merges them into the line at top level.

@@ -3,8 +3,8 @@
  * same request as the `detail` of an EventBridge event. Anything else is invalid, and the first failing
  * field is named so the log says what to fix.
  */
-import { type FieldIssue, fieldIssues } from "../issues";
-import { type ReconcileRequest, ReconcileRequestSchema } from "../runner/request";
+import { type ReconcileRequest, ReconcileRequestSchema } from "../contracts/request";
+import { type FieldIssue, fieldIssues } from "../lib/issues";
 
 /** The field ("uid", "generation"), or "request" when the payload itself is wrong. */
 export type RequestIssue = FieldIssue;

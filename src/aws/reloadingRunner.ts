@@ -8,7 +8,7 @@
  */
 import type { FlushingRunner } from "../events/runnerEvents";
 import { KubeApiError } from "../kube/errors";
-import type { Logger } from "../log";
+import type { Logger } from "../lib/log";
 
 export function rebuiltOnUnauthorized(build: () => Promise<FlushingRunner>, log: Logger): () => Promise<FlushingRunner> {
   let current: Promise<FlushingRunner> | undefined;

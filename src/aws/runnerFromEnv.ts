@@ -7,14 +7,15 @@
  * With events on, every completed phase queues its events (runner onResult, one ledger read) and every
  * invocation ends by waiting for them at most DVM_EVENTS_FLUSH_MS; sending never fails an invocation.
  */
+
 import type { Environment } from "../config/environment";
 import { type FlushingRunner, phaseEventsHook, withEventFlush } from "../events/runnerEvents";
-import { createLedgerClient, DynamoPhaseLedger } from "../ledger";
-import type { Logger } from "../log";
-import { createPhaseRunner, type PhaseRunnerConfig } from "../runner/phaseRunner";
+import type { Logger } from "../lib/log";
 import { type PhaseEvents, type PhaseEventsFromEnvOptions, phaseEventsFromEnv } from "./eventPublisherFromEnv";
 import { createKubeconfigSource } from "./kubeconfigSource";
+import { createLedgerClient, DynamoPhaseLedger } from "./ledger";
 import { parsePhaseFunctionEnv } from "./phaseConfig";
+import { createPhaseRunner, type PhaseRunnerConfig } from "./phaseRunner";
 import { rebuiltOnUnauthorized } from "./reloadingRunner";
 
 export function runnerFromEnv(env: Environment, log: Logger, options: PhaseEventsFromEnvOptions = {}): () => Promise<FlushingRunner> {

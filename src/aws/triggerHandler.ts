@@ -16,10 +16,9 @@ import { KubeMigrationStore } from "../events/migrationStore";
 import { triggerNamespaceRule } from "../events/namespaces";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
-import { createLedgerClient, DynamoHandledEvents, HANDLED_EVENT_RETENTION_SECONDS } from "../ledger";
-
-import type { Logger } from "../log";
+import type { Logger } from "../lib/log";
 import { createKubeconfigSource } from "./kubeconfigSource";
+import { createLedgerClient, DynamoHandledEvents, HANDLED_EVENT_RETENTION_SECONDS } from "./ledger";
 import { onceAsync } from "./once";
 import type { MetricsWriter } from "./phaseMetrics";
 import { parseTriggerEnv } from "./triggerConfig";

@@ -3,14 +3,15 @@
  * and the phase ledger from a table name and a DynamoDB endpoint. Both are loaded on first use, so a
  * command that needs only one of them never fails for want of the other.
  */
+
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
+import { createLedgerClient, DynamoPhaseLedger } from "../aws/ledger";
 import { ENV } from "../config/environment";
 import { KubeDvmStore } from "../kube/dvmStore";
 import { KubeCluster } from "../kube/kubeCluster";
 import { KubeConfig } from "../kube/kubeConfig";
-import { createLedgerClient, DynamoPhaseLedger } from "../ledger";
 import { parseCliEnv } from "./config";
 import { CliError, type ErrorContext } from "./errors";
 import type { CliIo } from "./io";

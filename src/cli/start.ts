@@ -5,10 +5,10 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigurationError } from "../config/error";
+import { jsonLogger } from "../lib/log";
 import { localEnvironment, parseLocalControllerEnv } from "../local/config";
 import { startLocalController } from "../local/controller";
 import { DEMO_DVM_NAMESPACE } from "../local/embeddedClusters";
-import { jsonLogger } from "../log";
 
 const HELP = `Usage: npm start [-- options]
 

@@ -9,8 +9,10 @@
  * Only those modules (and no other file below src/ or functions/) touch process.env
  * (test/unit/config/environment.test.ts checks it).
  */
+
 import { z } from "zod";
-import { fieldIssues, formatIssues } from "../issues";
+import { fieldIssues, formatIssues } from "../lib/issues";
+import { LOG_LEVELS } from "../lib/log";
 import { ConfigurationError } from "./error";
 
 export const ENV = {
@@ -119,9 +121,6 @@ export const optionalText = () => optional(z.string().trim().min(1));
 /** A whole number in [min, max], written in decimal. */
 export const wholeNumber = (min: number, max: number) =>
   z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number).pipe(z.number().int().min(min).max(max));
-
-export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** LOG_LEVEL, any case; default info. */
 export const logLevel = () =>

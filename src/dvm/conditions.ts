@@ -2,7 +2,7 @@
  * Conditions as upstream models them: a category says what a condition blocks, `durable` ones survive
  * phase changes, and lastTransitionTime moves whenever anything about the condition changes.
  */
-import { truncateUtf8 } from "../textBounds";
+import { truncateUtf8 } from "../lib/textBounds";
 import { MAX_CONDITION_MESSAGE_BYTES } from "./limits";
 import type { Condition, ConditionCategory } from "./types";
 

@@ -1,4 +1,4 @@
-import { boundedTexts } from "../textBounds";
+import { boundedTexts } from "../lib/textBounds";
 
 /**
  * How large a DVM may be, and how large each free text the controller records may be, so that every

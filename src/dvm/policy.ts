@@ -9,7 +9,7 @@
  *     transfer pods' annotations are on the operator's allow-list (src/transfer/podAnnotations.ts).
  * A refusal names the field and the rule; it reads the same whether or not the referenced object exists.
  */
-import { allowList } from "../allowList";
+import { allowList } from "../lib/allowList";
 import { annotationField, refusedAnnotationKeys } from "../transfer/podAnnotations";
 import { DEFAULT_TRANSFER_IMAGE } from "../transfer/pods";
 import { proxyViolations } from "./proxyPolicy";

@@ -31,9 +31,9 @@
  *                               has no credential; with one, a tenant's DVM is refused before any pod.
  */
 import { z } from "zod";
-import { parseAllowList } from "../allowList";
 import { ENV, type Environment, parseEnvironment } from "../config/environment";
 import { ConfigurationError } from "../config/error";
+import { parseAllowList } from "../lib/allowList";
 import { configValue, hostName, TransferConfigError } from "../transfer/configText";
 import { annotationKeyProblem } from "../transfer/podAnnotations";
 import { ProxyCredentials, type StunnelProxy } from "../transfer/stunnel";

@@ -3,7 +3,7 @@
  * `unknown` and leave as typed values; a spec that does not parse yields an error naming the field.
  */
 import { z } from "zod";
-import { type FieldIssue, fieldIssues } from "../issues";
+import { type FieldIssue, fieldIssues } from "../lib/issues";
 import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
 import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM } from "./limits";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";

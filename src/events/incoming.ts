@@ -9,7 +9,7 @@
  * attributes are checked on the raw message first, and every refusal names the field.
  */
 import { CloudEvent, type CloudEventV1, HTTP, ValidationError } from "cloudevents";
-import type { FieldIssue } from "../issues";
+import type { FieldIssue } from "../lib/issues";
 import { SPEC_VERSION } from "./schema";
 
 /** An HTTP request as far as CloudEvents care: header names in any case, the body as received. */

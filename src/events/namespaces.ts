@@ -7,9 +7,10 @@
  * An empty list refuses every event. The trigger's RBAC (infra/deploy/k8s/trigger-rbac.yaml) is bound in
  * the listed namespaces only, so the API server refuses the rest as well.
  */
-import { type AllowList, allowList } from "../allowList";
+
 import { ENV } from "../config/environment";
 import { ConfigurationError } from "../config/error";
+import { type AllowList, allowList } from "../lib/allowList";
 
 export interface TriggerNamespaceRule {
   readonly allowed: AllowList;

@@ -12,10 +12,11 @@
  * Ids are deterministic (uid, generation, phase), so when the same completion is reported twice (an
  * invocation that repaired a lagging status, see eventsWanted) consumers can drop the duplicate by id.
  */
+
 import { CloudEvent } from "cloudevents";
+import type { RunResult } from "../contracts/request";
 import type { LedgerEntry } from "../ledger";
-import type { RunResult } from "../runner/request";
-import { truncateUtf8 } from "../textBounds";
+import { truncateUtf8 } from "../lib/textBounds";
 import {
   MIGRATION_FAILED,
   MIGRATION_SUCCEEDED,

@@ -14,9 +14,9 @@
  */
 
 import type { CloudEventV1 } from "cloudevents";
-import { errorMessage } from "../errorMessage";
 import { backoffDelay } from "../lib/backoff";
-import { type Logger, silentLogger } from "../log";
+import { errorMessage } from "../lib/errorMessage";
+import { type Logger, silentLogger } from "../lib/log";
 
 /** Where events go (HTTP endpoint, EventBridge bus). */
 export interface EventSink {

@@ -7,9 +7,9 @@
  *   - withEventFlush wraps a runner so every invocation ends by flushing the publisher, bounded by a
  *     short deadline: a Lambda container is frozen as soon as the handler returns.
  */
+import type { ReconcileRequest, RunResult, RunStats } from "../contracts/request";
 import type { LedgerEntry } from "../ledger";
-import { type Logger, silentLogger } from "../log";
-import type { ReconcileRequest, RunResult, RunStats } from "../runner/request";
+import { type Logger, silentLogger } from "../lib/log";
 import type { RunnerOptions, RunOptions } from "../runner/runner";
 import { completionEvents, DEFAULT_EVENT_SOURCE, type DvmRef, eventsWanted } from "./outgoing";
 import type { EventPublisher, FlushResult } from "./publisher";

@@ -5,7 +5,7 @@
  * source is what the sender claims: the route's IAM authorization and the EventBridge rule's source
  * pattern (serverless.yml) are the access control, this list the second check inside the function.
  */
-import { type AllowList, parseAllowList } from "../allowList";
+import { type AllowList, parseAllowList } from "../lib/allowList";
 
 export interface SourceAllowList extends AllowList {
   /** True when the list is empty: every event is refused. */

@@ -14,11 +14,11 @@
  * response or an EventBridge invocation result.
  */
 
-import { type Clock, systemClock } from "../clock";
-import { fieldIssues } from "../issues";
 import { KubeApiError } from "../kube/errors";
 import { LedgerUnavailableError } from "../ledger/errors";
-import { type Logger, silentLogger } from "../log";
+import { type Clock, systemClock } from "../lib/clock";
+import { fieldIssues } from "../lib/issues";
+import { type Logger, silentLogger } from "../lib/log";
 import type { EventIdentity, HandledEvents } from "./handledEvents";
 import { type HttpMessage, type Received, type ReceivedEvent, type Rejection, receiveEventBridgeEvent, receiveHttpEvent, rejection } from "./incoming";
 import type { MigrationStore, NewMigration } from "./migrationStore";

@@ -38,3 +38,15 @@ export interface Cluster {
   /** Whether the API server serves this group/version/kind (e.g. OpenShift Routes). */
   serves(kind: { apiVersion: string; kind: string }): Promise<boolean>;
 }
+
+/** The clusters of one migration, as the resolver hands them to the phases. */
+export interface MigrationClusters {
+  /** Where the DVM lives: credentials, PKI and progress records are kept here. */
+  host: Cluster;
+  /** Where data is read from (for a rollback, the original destination). */
+  source: Cluster;
+  /** Where data is written to (for a rollback, the original source). */
+  destination: Cluster;
+  /** True when source and destination are the same API server (in-cluster service DNS works). */
+  sameCluster: boolean;
+}

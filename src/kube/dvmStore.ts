@@ -5,7 +5,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { z } from "zod";
 import { ConditionSchema, type DirectVolumeMigration, DVM_API_VERSION, DVM_PLURAL, type DvmStatus, DvmStatusSchema } from "../dvm/types";
-import { fieldIssues, formatIssue } from "../issues";
+import { fieldIssues, formatIssue } from "../lib/issues";
 import { toKubeApiError } from "./errors";
 import { KubeRest, resourcePath } from "./rest";
 

@@ -7,11 +7,11 @@
  * migration (src/runner/credentialGrace.ts). Which namespaces a DVM may name is the migration policy's question (src/dvm/policy.ts), answered
  * before this runs. The kubeconfig may carry static credentials only (staticKubeConfig.ts).
  */
+
+import { MigrationInputError } from "../contracts/inputError";
 import type { ClusterRef, DvmSpec } from "../dvm/types";
-import type { MigrationClusters } from "../phases/types";
-import { MigrationInputError } from "../phases/types";
 import { VersionedClientCache } from "./clientCache";
-import type { Cluster } from "./cluster";
+import type { Cluster, MigrationClusters } from "./cluster";
 import { KubeCluster } from "./kubeCluster";
 import type { KubeConfig } from "./kubeConfig";
 import { KINDS, type KubeObject } from "./objects";

@@ -1,6 +1,6 @@
 /** Ledger errors are classes so the runner can branch on what happened (see STYLE.md, Powertools). */
 
-import { errorMessage } from "../errorMessage";
+import { errorMessage } from "../lib/errorMessage";
 import type { LedgerKey, LedgerState } from "./types";
 
 /** Any ledger failure that is not one of the more specific classes below; never swallowed. */

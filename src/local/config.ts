@@ -25,10 +25,12 @@
  *                                aws-lambda-rie, aws-lambda-ric; default ~/.cache/dvm-lambda-runtime)
  *   PATH                         where node mode looks for its tools
  */
+
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { ENV, type Environment, type LogLevel, logLevel, optional, optionalText, parseEnvironment } from "../config/environment";
+import { ENV, type Environment, logLevel, optional, optionalText, parseEnvironment } from "../config/environment";
+import type { LogLevel } from "../lib/log";
 
 /** This process's environment: the one read of process.env for `npm start` and src/local/. */
 export function localEnvironment(): Environment {

@@ -6,14 +6,15 @@
  * a demo to migrate. `npm start` (src/cli/start.ts, settings from src/local/config.ts) and the
  * end-to-end tests both use this; every setting comes in through LocalControllerOptions.
  */
+
 import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { ENV, type Environment, type LogLevel } from "../config/environment";
+import { createLedgerClient, ensureLedgerTable } from "../aws/ledger";
+import { ENV, type Environment } from "../config/environment";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../dvm/policy";
 import { policyEnv } from "../dvm/policyConfig";
-import { createLedgerClient, ensureLedgerTable } from "../ledger";
-import type { Logger } from "../log";
+import type { Logger, LogLevel } from "../lib/log";
 import { LEADER_ELECTION_DEFAULTS } from "../relay/leaderElection";
 import { runRelay } from "../relay/main";
 import { type AwsAccess, LOCAL_CREDENTIALS, LOCAL_REGION } from "./config";

@@ -19,8 +19,8 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { errorMessage } from "../errorMessage";
-import type { Logger } from "../log";
+import { errorMessage } from "../lib/errorMessage";
+import type { Logger } from "../lib/log";
 import {
   type InvocationReport,
   invocationReports,

@@ -8,10 +8,11 @@
  *   - an object held by finalizers past FOREIGN_FINALIZER_GRACE_MS after its deletion is not waited for:
  *     the wait ends with a warning that names it, instead of never.
  */
+import { LABEL } from "../contracts/labels";
 import { CONDITION } from "../dvm/conditions";
 import type { Cluster } from "../kube/cluster";
 import { KINDS, type KubeObject } from "../kube/objects";
-import { dvmShortId, LABEL, transferNames, transferSelector } from "./names";
+import { dvmShortId, transferNames, transferSelector } from "./names";
 import { releasePvcs } from "./pvcUse";
 import { warnWhenWaitingLong } from "./timing";
 import { advance, type CleanupScope, type PhaseBody, type PhaseOutcome, wait } from "./types";

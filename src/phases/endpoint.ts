@@ -2,10 +2,11 @@
  * The endpoint that exposes each rsync server pod (through stunnel; serverGroups.ts): a Service of the
  * requested type, or an OpenShift Route (TLS passthrough) in front of a ClusterIP Service.
  */
+import { LABEL } from "../contracts/labels";
 import { CONDITION } from "../dvm/conditions";
 import type { EndpointType } from "../dvm/types";
 import { KINDS, type KubeObject, refOf, type ServiceObject } from "../kube/objects";
-import { LABEL, STUNNEL_PORT, transferLabels } from "./names";
+import { STUNNEL_PORT, transferLabels } from "./names";
 import { type ServerGroup, serverGroups } from "./serverGroups";
 import { warnWhenWaitingLong } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";

@@ -2,23 +2,9 @@
  * Deterministic names and labels of everything a migration creates. No generateName anywhere: a phase
  * that runs again (after a crash) finds and adopts what the first run created.
  */
+import { LABEL, PART_OF } from "../contracts/labels";
 import type { DvmIdentity } from "./types";
 import type { VolumePair } from "./volumes";
-
-export const LABEL = {
-  /** Every object created for a DVM carries its uid (upstream selected by app label only). */
-  dvmUid: "dvm.migration.openshift.io/uid",
-  /** Only transient transfer objects carry this; cleanup selects uid + transfer, never user data. */
-  transfer: "dvm.migration.openshift.io/transfer",
-  volume: "dvm.migration.openshift.io/volume",
-  attempt: "dvm.migration.openshift.io/rsync-attempt",
-  role: "dvm.migration.openshift.io/role",
-  /** Which of a namespace's rsync server pods (src/phases/serverGroups.ts); its Service selects by it. */
-  serverGroup: "dvm.migration.openshift.io/server-group",
-  partOf: "app.kubernetes.io/part-of",
-} as const;
-
-export const PART_OF = "dvm-serverless";
 
 /** First 10 characters of the uid: unique enough within a namespace, short enough for 63-char names. */
 export function dvmShortId(dvm: Pick<DvmIdentity, "uid">): string {

@@ -1,7 +1,8 @@
 /** CreateDestinationNamespaces: each destination namespace, with the source namespace's labels and annotations. */
+import { MigrationInputError } from "../contracts/inputError";
 import { KINDS, type NamespaceObject, refOf } from "../kube/objects";
 import { ownerLabels } from "./names";
-import { advance, MigrationInputError, type PhaseBody } from "./types";
+import { advance, type PhaseBody } from "./types";
 
 /** Metadata the API server manages itself; copying it would be refused or misleading. */
 const SYSTEM_LABEL = /^kubernetes\.io\/metadata\.name$/;

@@ -2,9 +2,10 @@
  * CreatePVProgressCRs: one DirectVolumeMigrationProgress per volume on the host, owned by the DVM, where
  * RunRsyncOperations records each attempt's progress. Names are deterministic, so a repeat adopts them.
  */
+import { LABEL } from "../contracts/labels";
 import { DVM_API_VERSION, DVM_KIND } from "../dvm/types";
 import { KINDS, type KubeObject } from "../kube/objects";
-import { LABEL, ownerLabels, progressName } from "./names";
+import { ownerLabels, progressName } from "./names";
 import { advance, type PhaseBody, type PhaseContext } from "./types";
 import type { VolumePair } from "./volumes";
 

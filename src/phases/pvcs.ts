@@ -2,13 +2,14 @@
  * CreateDestinationPVCs: each destination PVC from its source, with the target storage class, access modes
  * and volume mode. An existing PVC is left alone (create-or-adopt), as upstream.
  */
+import { MigrationInputError } from "../contracts/inputError";
+import { LABEL, PART_OF } from "../contracts/labels";
 import { quantityValue } from "../dvm/quantity";
 import type { TargetSize } from "../dvm/types";
 import { KINDS, type PvcObject, refOf } from "../kube/objects";
-import { LABEL, PART_OF } from "./names";
 import { IN_USE_BY, inUseValue, markPvcsInUse } from "./pvcUse";
 import { deleteUsagePod, measureUsage, targetSizeRecord } from "./targetSizing";
-import { advance, type DvmIdentity, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, wait } from "./types";
+import { advance, type DvmIdentity, type PhaseBody, type PhaseContext, type PhaseOutcome, wait } from "./types";
 import { formatPvc, specField, type VolumePair } from "./volumes";
 
 /** Upstream's sizing rule: the larger of the request and the bound capacity. */

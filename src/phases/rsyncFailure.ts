@@ -3,10 +3,10 @@
  * (src/transfer/rsyncExit.ts), the rsync daemon's own reason from the server pod's log, and, for a
  * permission problem of an unprivileged transfer, the spec fields that change who the pods run as.
  */
+import { LABEL } from "../contracts/labels";
 import { KINDS, type PodObject } from "../kube/objects";
 import { daemonErrorLines, moduleNameFor, type RsyncRetry } from "../transfer";
 import { SERVER_ROLE } from "./endpoint";
-import { LABEL } from "./names";
 import type { PhaseContext } from "./types";
 import type { VolumePair } from "./volumes";
 

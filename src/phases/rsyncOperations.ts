@@ -4,13 +4,15 @@
  * themselves are the record of attempts (the newest attempt label wins), so a repeated poll or a
  * repeated body after a crash decides the same thing and adopts what exists: no generateName.
  */
-import { mapConcurrently } from "../concurrency";
+
+import { LABEL } from "../contracts/labels";
 import { CONDITION, type ConditionInput } from "../dvm/conditions";
 import { MAX_ERROR_TEXT_BYTES } from "../dvm/limits";
 import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject, type PvcObject, refOf } from "../kube/objects";
-import { truncateUtf8 } from "../textBounds";
+import { mapConcurrently } from "../lib/concurrency";
+import { truncateUtf8 } from "../lib/textBounds";
 import {
   liveFigures,
   moduleNameFor,
@@ -24,7 +26,7 @@ import {
   verificationReport,
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
-import { clientPodName, LABEL, progressName, transferLabels } from "./names";
+import { clientPodName, progressName, transferLabels } from "./names";
 import { finalRsyncError } from "./rsyncFailure";
 import { serverGroupOf } from "./serverGroups";
 import { ensureServerPodRunning } from "./serverPods";

@@ -5,10 +5,11 @@
  * rsync without --sparse writes holes out in full), reporting the figure as its termination message.
  * The decision (used bytes, headroom, the size requested) is recorded in status.targetSizes.
  */
+import { LABEL } from "../contracts/labels";
 import type { TargetSize } from "../dvm/types";
 import { KINDS, type PodObject, refOf } from "../kube/objects";
 import { usagePod } from "../transfer";
-import { dvmShortId, LABEL, transferLabels } from "./names";
+import { dvmShortId, transferLabels } from "./names";
 import { sourcePodAffinity } from "./sourcePlacement";
 import type { PhaseContext } from "./types";
 import type { VolumePair } from "./volumes";

@@ -1,6 +1,6 @@
-import type { Clock } from "../clock";
 import { CONDITION, type ConditionInput, findCondition } from "../dvm/conditions";
 import type { DvmStatus } from "../dvm/types";
+import type { Clock } from "../lib/clock";
 
 /**
  * When the current phase started: the Running condition changes with every phase, so its transition

@@ -6,6 +6,7 @@
  * operator's HTTP CONNECT proxy when the policy names one: DVM_STUNNEL_TCP_PROXY in admin namespaces,
  * DVM_STUNNEL_TCP_PROXY_TENANT elsewhere (src/dvm/proxyPolicy.ts).
  */
+import { MigrationInputError } from "../contracts/inputError";
 import { KINDS, type KubeObject, refOf } from "../kube/objects";
 import {
   clientTransferSecretData,
@@ -21,7 +22,7 @@ import { servedPvcs } from "./blockVolumes";
 import { endpointAddress } from "./endpoint";
 import { dvmShortId, ownerLabels, TRANSFER_SERVER_NAME, transferLabels, transferNames } from "./names";
 import { serverGroupOf, serverGroups } from "./serverGroups";
-import { advance, MigrationInputError, type PhaseBody, type PhaseContext, wait } from "./types";
+import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
 import { specField, type VolumePair } from "./volumes";
 
 interface SecretObject extends KubeObject {

@@ -2,13 +2,14 @@
  * A phase is one function from a context to an outcome, as a controller-runtime reconciler is.
  * The runner, not the phase, deals with the ledger, the status write and retries.
  */
-import type { Clock } from "../clock";
+
+import type { PhaseLease } from "../contracts/lease";
 import type { ItineraryName, PhaseName } from "../dvm/itinerary";
 import type { TransferSettings } from "../dvm/transferPolicy";
 import type { Condition, DvmSpec, DvmStatus } from "../dvm/types";
-import type { Cluster } from "../kube/cluster";
-import type { Logger } from "../log";
-import type { PhaseLease } from "../runner/lease";
+import type { MigrationClusters } from "../kube/cluster";
+import type { Clock } from "../lib/clock";
+import type { Logger } from "../lib/log";
 import type { VolumePair } from "./volumes";
 
 export interface DvmIdentity {
@@ -16,17 +17,6 @@ export interface DvmIdentity {
   namespace: string;
   uid: string;
   generation: number;
-}
-
-export interface MigrationClusters {
-  /** Where the DVM lives: credentials, PKI and progress records are kept here. */
-  host: Cluster;
-  /** Where data is read from (for a rollback, the original destination). */
-  source: Cluster;
-  /** Where data is written to (for a rollback, the original source). */
-  destination: Cluster;
-  /** True when source and destination are the same API server (in-cluster service DNS works). */
-  sameCluster: boolean;
 }
 
 export interface PhaseContext {
@@ -80,14 +70,6 @@ export type PhaseOutcome =
   | { kind: "fail"; errors: string[]; category?: "Critical" | "Warn"; status?: StatusUpdate; warnings?: Omit<Condition, "lastTransitionTime">[] };
 
 export type PhaseBody = (ctx: PhaseContext) => Promise<PhaseOutcome>;
-
-/** Thrown by a phase for a problem no retry can fix (bad input); everything else is retried. */
-export class MigrationInputError extends Error {
-  override readonly name = "MigrationInputError";
-  constructor(readonly errors: string[]) {
-    super(errors.join("; "));
-  }
-}
 
 export const advance = (status?: StatusUpdate): PhaseOutcome => (status ? { kind: "advance", status } : { kind: "advance" });
 export const wait = (reason: string, extra: Omit<Extract<PhaseOutcome, { kind: "wait" }>, "kind" | "reason"> = {}): PhaseOutcome => ({

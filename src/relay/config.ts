@@ -3,9 +3,11 @@
  * bad one stops the process with a ConfigurationError that names it (exit code 2). The local controller
  * builds a RelayConfig itself (src/local/controller.ts) and passes it in: no environment in between.
  */
+
 import { hostname } from "node:os";
 import { z } from "zod";
-import { blankIsUnset, ENV, type Environment, type LogLevel, logLevel, parseEnvironment } from "../config/environment";
+import { blankIsUnset, ENV, type Environment, logLevel, parseEnvironment } from "../config/environment";
+import type { LogLevel } from "../lib/log";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, leaderElectionTimingProblem } from "./leaderElection";
 import { DEFAULT_MAX_DVM_SERIES } from "./metrics";
 

@@ -16,9 +16,9 @@
  * - A clean stop steps down first, then releases the Lease (holder ""), so a standby takes over at its
  *   next attempt instead of after the lease duration.
  */
-import { type Clock, systemClock } from "../clock";
-import { errorMessage } from "../errorMessage";
-import { jsonLogger, type Logger } from "../log";
+import { type Clock, systemClock } from "../lib/clock";
+import { errorMessage } from "../lib/errorMessage";
+import { jsonLogger, type Logger } from "../lib/log";
 import type { LeaseRecord, LeaseStore, StoredLease } from "./leaseStore";
 
 export interface LeaderElectionTiming {

@@ -5,11 +5,11 @@
  * that resourceVersion has expired (410 Gone). The caller keeps whatever index it needs.
  */
 import { type KubeConfig, Watch } from "@kubernetes/client-node";
-import type { Clock } from "../clock";
-import { errorMessage } from "../errorMessage";
 import { toKubeApiError } from "../kube/errors";
 import { type BackoffOptions, backoffDelay } from "../lib/backoff";
-import type { Logger } from "../log";
+import type { Clock } from "../lib/clock";
+import { errorMessage } from "../lib/errorMessage";
+import type { Logger } from "../lib/log";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 

@@ -8,14 +8,13 @@
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { LambdaClient, type LambdaClientConfig } from "@aws-sdk/client-lambda";
 import { KubeConfig } from "@kubernetes/client-node";
+import { functionPerPhase, type LambdaEndpoint, LambdaTransport, sharedFunction } from "../aws/lambdaTransport";
 import { ENV } from "../config/environment";
 import { ConfigurationError } from "../config/error";
-import { jsonLogger, type Logger } from "../log";
+import { jsonLogger, type Logger } from "../lib/log";
 import { parseRelayEnv, type RelayConfig, relayEnvironment } from "./config";
 import { startHealthServer } from "./health";
-import { functionPerPhase, LambdaTransport, sharedFunction } from "./lambdaTransport";
 import { KubeLeaseStore } from "./leaseStore";
 import { RelayMetrics } from "./metrics";
 import { RelayReplica } from "./replica";
@@ -38,7 +37,7 @@ function kubeConfigFile(path: string): KubeConfig {
 
 export interface RunRelayOptions {
   /** The Lambda client's endpoint, region, credentials; default: the SDK's own resolution (AWS_* variables, IRSA). */
-  lambda?: Pick<LambdaClientConfig, "endpoint" | "region" | "credentials">;
+  lambda?: LambdaEndpoint;
 }
 
 /** Starts the relay and its health server; resolves with a function that stops both. */
@@ -47,7 +46,7 @@ export async function runRelay(config: RelayConfig, log: Logger, options: RunRel
   const transport = new LambdaTransport({
     functionFor: config.target.kind === "shared" ? sharedFunction(config.target.name) : functionPerPhase(config.target.prefix),
     invocationType: config.invocationType,
-    ...(options.lambda ? { client: new LambdaClient(options.lambda) } : {}),
+    ...(options.lambda ? { endpoint: options.lambda } : {}),
     log,
   });
   const { leaderElection } = config;

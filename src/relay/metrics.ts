@@ -9,10 +9,11 @@
  * from the DVM watch events' status.progress (three numbers); list rows carry none, so a DVM's progress
  * appears with its next event. A forgotten DVM (completed, failed, deleted) loses its series at once.
  */
+
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { isPhaseName } from "../dvm/itinerary";
-import { LambdaInvokeError, RemoteFunctionError } from "./lambdaTransport";
 import type { DvmProgress, ObservedDvm } from "./observed";
+import { LambdaInvokeError, RemoteFunctionError } from "./transport";
 
 /** What the Relay reports as it works; RelayMetrics implements it, NO_RELAY_METRICS ignores it. */
 export interface RelayMetricsHooks {

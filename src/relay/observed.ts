@@ -3,9 +3,10 @@
  * phase are read. The relay never judges the status beyond that: a DVM with a garbage status is still
  * forwarded, because the function reads it fresh and records what is wrong in its conditions.
  */
+
 import { z } from "zod";
-import { fieldIssues, formatIssue } from "../issues";
-import { LABEL } from "../phases/names";
+import { LABEL } from "../contracts/labels";
+import { fieldIssues, formatIssue } from "../lib/issues";
 
 /** A DVM as the relay indexes it: enough to build a request and to pick a requeue delay. */
 export interface ObservedDvm {

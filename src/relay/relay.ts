@@ -5,13 +5,14 @@
  * prompt (forward on change), bounded (one forward per uid at a time, no hot loops, memory per live
  * DVM) and never lose a migration (resume watches, re-list after 410, periodic resync).
  */
+
 import type { KubeConfig } from "@kubernetes/client-node";
-import { type Clock, systemClock } from "../clock";
+import type { ReconcileRequest } from "../contracts/request";
 import { POLL_REQUEUE_MS } from "../dvm/itinerary";
-import { errorMessage } from "../errorMessage";
 import { type BackoffOptions, backoffDelay } from "../lib/backoff";
-import { jsonLogger, type Logger } from "../log";
-import type { ReconcileRequest } from "../runner/request";
+import { type Clock, systemClock } from "../lib/clock";
+import { errorMessage } from "../lib/errorMessage";
+import { jsonLogger, type Logger } from "../lib/log";
 import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
 import { NO_RELAY_METRICS, type RelayMetricsHooks } from "./metrics";
 import { type DvmProgress, dvmProgressOf, type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";

@@ -3,7 +3,7 @@
  * only while this replica leads: a new one per term, so a new leader starts from a fresh list, and a
  * replica that steps down closes its queue at once. Without it, the one Relay runs from start to stop.
  */
-import type { Logger } from "../log";
+import type { Logger } from "../lib/log";
 import { type LeaderElectionTiming, LeaderElector, type LeadershipStats } from "./leaderElection";
 import type { LeaseStore } from "./leaseStore";
 import type { LeadershipHooks } from "./metrics";

@@ -5,10 +5,11 @@
  * the DVMs hold. Owned objects (pods, progress records) only need a starting resourceVersion: a limit-1
  * list gives the current one without reading the collection.
  */
+
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { LABEL } from "../contracts/labels";
 import { DVM_GROUP, DVM_PLURAL, DVM_VERSION, DVMP_PLURAL } from "../dvm/types";
 import { KubeRest } from "../kube/rest";
-import { LABEL } from "../phases/names";
 import type { ListResult } from "./listWatch";
 
 /** Only objects a migration created carry the uid label; the selector asks for its presence. */

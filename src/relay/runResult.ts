@@ -1,9 +1,9 @@
 /**
  * Parses a RunResult that crossed a process boundary (a Lambda response payload) with the schema its
- * type is inferred from (src/runner/request.ts), naming the first field that does not fit.
+ * type is inferred from (src/contracts/request.ts), naming the first field that does not fit.
  */
-import { fieldIssues, formatIssue } from "../issues";
-import { type RunResult, RunResultSchema } from "../runner/request";
+import { type RunResult, RunResultSchema } from "../contracts/request";
+import { fieldIssues, formatIssue } from "../lib/issues";
 
 export type RunResultParse = { ok: true; result: RunResult } | { ok: false; error: string };
 

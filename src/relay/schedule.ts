@@ -2,8 +2,8 @@
  * The relay's timing decisions, as pure functions of what it observed. Every delay comes from the
  * itinerary table (src/dvm/itinerary.ts) or from the function's own RunResult; none is invented here.
  */
+import type { RunResult } from "../contracts/request";
 import { FAST_REQUEUE_MS, isPhaseName, type PhaseName, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
-import type { RunResult } from "../runner/request";
 
 /** The last forward of one DVM: what it was about and when it started. */
 export interface LastForward {

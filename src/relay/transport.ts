@@ -3,7 +3,6 @@
  * reads the DVM fresh and the ledger makes each phase complete exactly once, so a transport may deliver
  * a request more than once without harm.
  */
-import type { ReconcileRequest, RunResult } from "../runner/request";
 
 /** What the relay knows besides the request, for routing only (e.g. one function per phase). */
 export interface ForwardContext {
@@ -29,5 +28,30 @@ export class InProcessTransport implements RelayTransport {
 
   forward(request: ReconcileRequest, context?: ForwardContext): Promise<RunResult | undefined> {
     return this.run(request, context);
+  }
+}
+
+import type { ReconcileRequest, RunResult } from "../contracts/request";
+
+/** Lambda did not accept the invocation (an unexpected status code). */
+export class LambdaInvokeError extends Error {
+  override readonly name = "LambdaInvokeError";
+  constructor(
+    readonly functionName: string,
+    readonly statusCode: number | undefined,
+  ) {
+    super(`invoke ${functionName}: unexpected status ${statusCode ?? "(none)"}`);
+  }
+}
+
+/** The function ran and failed (the response carried FunctionError: "Unhandled" or "Handled"). */
+export class RemoteFunctionError extends Error {
+  override readonly name = "RemoteFunctionError";
+  constructor(
+    readonly functionName: string,
+    readonly functionError: string,
+    readonly detail: string,
+  ) {
+    super(`${functionName} failed (${functionError}): ${detail}`);
   }
 }

@@ -9,7 +9,7 @@
  */
 import type { DvmSpec } from "../dvm/types";
 import type { ClusterResolver } from "../kube/resolver";
-import { settle, unwrap } from "../settle";
+import { settle, unwrap } from "../lib/settle";
 
 type ClusterRefs = Pick<DvmSpec, "sourceCluster" | "destinationCluster">;
 

@@ -7,12 +7,12 @@
  * clusters. A phase that gave up keeps it, so that each cleanup step after the deadline gives up at once,
  * naming what it could not remove.
  */
+import { MigrationInputError } from "../contracts/inputError";
+import { LABEL } from "../contracts/labels";
 import { CONDITION, type ConditionInput, findCondition, removeCondition } from "../dvm/conditions";
 import type { Condition, DvmSpec, DvmStatus } from "../dvm/types";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError } from "../kube/resolver";
-import { LABEL } from "../phases/names";
-import { MigrationInputError } from "../phases/types";
 import { uniqueNamespaces, volumePairs } from "../phases/volumes";
 
 /** Default of RunnerOptions.credentialGraceMs. */

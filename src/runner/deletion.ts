@@ -11,17 +11,19 @@
  * something. Every step is idempotent: the runner and `dvm cancel` may run it at the same time.
  */
 
-import type { Clock } from "../clock";
+import { MigrationInputError } from "../contracts/inputError";
 import { type MigrationPolicy, policyViolations } from "../dvm/policy";
 import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
+import type { MigrationClusters } from "../kube/cluster";
 import { retryOnConflict } from "../kube/conflictRetry";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../kube/resolver";
 import type { PhaseLedger } from "../ledger";
-import type { Logger } from "../log";
+import type { Clock } from "../lib/clock";
+import type { Logger } from "../lib/log";
 import { removeTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
-import { type CleanupScope, type MigrationClusters, MigrationInputError } from "../phases/types";
+import type { CleanupScope } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
 import { cleanupLeftCondition, DEFAULT_CREDENTIAL_GRACE_MS } from "./credentialGrace";
 import { MAX_CLOCK_SKEW_MS } from "./lease";

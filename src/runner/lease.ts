@@ -10,11 +10,12 @@
  * Clock-skew assumption: the clocks of all hosts (Lambda, the relay's cluster, `npm start`) stay within
  * MAX_CLOCK_SKEW_MS of each other (NTP or the Amazon Time Sync Service keep them within milliseconds).
  */
-import type { Clock } from "../clock";
-import type { Cluster } from "../kube/cluster";
+
+import type { PhaseLease } from "../contracts/lease";
+import type { Cluster, MigrationClusters } from "../kube/cluster";
 import type { KubeObject, ObjectRef } from "../kube/objects";
 import { type Claim, LostClaimError, type PhaseLedger } from "../ledger";
-import type { MigrationClusters } from "../phases/types";
+import type { Clock } from "../lib/clock";
 
 /** The largest disagreement between two hosts' clocks this design tolerates. */
 export const MAX_CLOCK_SKEW_MS = 2_000;
@@ -62,14 +63,6 @@ export function leaseWithin(leaseMs: number, now: number, hostEndAt: number | un
 /** Until when a write that ends an attempt is worth retrying: the lease's end, and not past the host's. */
 export function settleDeadline(leaseExpiresAt: number, hostEndAt: number | undefined): number {
   return Math.min(leaseExpiresAt, (hostEndAt ?? Number.POSITIVE_INFINITY) - HOST_END_ROOM_MS);
-}
-
-/** What a body sees of its lease (PhaseContext.lease). */
-export interface PhaseLease {
-  /** Aborted at the deadline or when the claim is lost; long-running work should pass it on. */
-  readonly signal: AbortSignal;
-  /** Heartbeat: extend the lease (and the deadline). Throws the abort reason once the lease is lost. */
-  renew(): Promise<void>;
 }
 
 export class BodyLease implements PhaseLease {

@@ -10,7 +10,8 @@
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
 
-import { type Clock, systemClock } from "../clock";
+import { MigrationInputError } from "../contracts/inputError";
+import type { ReconcileRequest, RunResult, RunStats } from "../contracts/request";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, nextPhase, POLL_REQUEUE_MS, phaseSpec } from "../dvm/itinerary";
 import { boundedErrors, MAX_ERROR_TEXT_BYTES } from "../dvm/limits";
@@ -18,7 +19,7 @@ import { DEFAULT_MIGRATION_POLICY, formatViolation, isAdminNamespace, type Migra
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../dvm/status";
 import { transferSettingsFor } from "../dvm/transferPolicy";
 import { type Condition, type DirectVolumeMigration, DVM_FINALIZER, type DvmSpec, type DvmStatus, parseDvmSpec, type SpecParseResult } from "../dvm/types";
-import { formatIssue } from "../issues";
+import type { MigrationClusters } from "../kube/cluster";
 import { retryOnConflict } from "../kube/conflictRetry";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
@@ -26,12 +27,14 @@ import { ClusterCredentialsUnavailableError, type ClusterResolver, unreachableCl
 import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
 import { retryUntil } from "../ledger/retry";
 import { backoffDelay } from "../lib/backoff";
-import { type Logger, silentLogger } from "../log";
+import { type Clock, systemClock } from "../lib/clock";
+import { formatIssue } from "../lib/issues";
+import { type Logger, silentLogger } from "../lib/log";
+import { settle, unwrap } from "../lib/settle";
+import { truncateUtf8 } from "../lib/textBounds";
 import { PHASE_BODIES } from "../phases";
-import { type MigrationClusters, MigrationInputError, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "../phases/types";
+import type { PhaseBody, PhaseContext, PhaseOutcome, StatusUpdate } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
-import { settle, unwrap } from "../settle";
-import { truncateUtf8 } from "../textBounds";
 import { ClusterPrefetch } from "./clusterPrefetch";
 import {
   CleanupGaveUpError,
@@ -46,7 +49,6 @@ import {
 } from "./credentialGrace";
 import { continueDeletion } from "./deletion";
 import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError, leaseWithin, settleDeadline } from "./lease";
-import type { ReconcileRequest, RunResult, RunStats } from "./request";
 
 export interface RunnerOptions {
   store: DvmStore;

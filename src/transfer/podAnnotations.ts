@@ -4,7 +4,7 @@
  * (AppArmor), so only keys on the operator's allow-list pass, and their count and sizes are bounded
  * (an oversize pod would be refused by the API server on every retry).
  */
-import { allowList } from "../allowList";
+import { allowList } from "../lib/allowList";
 
 export const TRANSFER_POD_ANNOTATION_BOUNDS = {
   maxCount: 16,

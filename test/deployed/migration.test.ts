@@ -21,6 +21,7 @@
  *     so it never throttles below the relay's own bound (an account's Lambda concurrency is 1,000); a
  *     sandbox starts, cold, only when an invocation finds none free, as in Lambda.
  */
+
 import { execFile } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -34,15 +35,15 @@ import { InvokeCommand, LambdaClient, ListFunctionsCommand } from "@aws-sdk/clie
 import { DeleteParameterCommand, DescribeParametersCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { AssumeRoleCommand } from "@aws-sdk/client-sts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
-import { DynamoPhaseLedger } from "../../src/ledger";
+import { silentLogger } from "../../src/lib/log";
 import { type LambdaInvokeApi, startLambdaInvokeApi } from "../../src/local/lambdaInvokeApi";
 import { type LambdaFunctionSpec, lambdaRuntimeTools } from "../../src/local/lambdaRuntime";
 import { findFreePort } from "../../src/local/ports";
-import { silentLogger } from "../../src/log";
 import { runRelay } from "../../src/relay/main";
 import { type TestClusters, testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";

@@ -23,6 +23,7 @@
  *     its trust-policy check fails on a Service principal. Those stay covered by the policy comparison in
  *     the unit test (every SDK operation in the bundle against the role's statements).
  */
+
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -69,12 +70,12 @@ import ledgerTable from "../../infra/deploy/ledger-table.json" with { type: "jso
 import { EventBridgeSink } from "../../src/aws/eventBridgeSink";
 import { phaseFunctionKeys, phaseFunctionName } from "../../src/aws/functionLayout";
 import { createKubeconfigSource } from "../../src/aws/kubeconfigSource";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { parsePhaseFunctionEnv } from "../../src/aws/phaseConfig";
 import { parseTriggerEnv } from "../../src/aws/triggerConfig";
 import { completionEvents } from "../../src/events/outgoing";
 import { EventPublisher } from "../../src/events/publisher";
 import { MIGRATION_REQUESTED, PHASE_COMPLETED } from "../../src/events/schema";
-import { DynamoPhaseLedger } from "../../src/ledger";
 import { type AwsClients, awsClients, type DeployedStack, deployStack, removeStack, SERVICE } from "../support/deployedStack";
 import { MOTO_INSTALL, setIamEnforcement } from "../support/moto";
 import { ROOT } from "../support/osls";

@@ -3,6 +3,7 @@
  * source control plane (which hosts the DVMs) and DynamoDB Local, while the phase runner drives real
  * migrations the way the relay does.
  */
+
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -10,10 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoPhaseLedger, MAX_CLAIM_RECORDS } from "../../src/aws/ledger";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
-import { DynamoPhaseLedger, type LedgerEntry, MAX_CLAIM_RECORDS } from "../../src/ledger";
+import type { LedgerEntry } from "../../src/ledger";
 import { buildTimingReport, checkWellFormedXml, countElementsWithClass, type TimingReport } from "../../src/report";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";

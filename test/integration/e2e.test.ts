@@ -3,12 +3,13 @@
  * serverless-offline's Lambda Invoke API, the DynamoDB ledger, two control planes with kwok. The test
  * only creates a DVM through the API server and waits: nothing here drives a phase.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
-import { DynamoPhaseLedger } from "../../src/ledger";
+import { silentLogger } from "../../src/lib/log";
 import type { LocalController } from "../../src/local/controller";
-import { silentLogger } from "../../src/log";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
 import { testDynamoClient } from "../support/dynamo";

@@ -6,13 +6,13 @@
  * client pod Succeeded, transfer pod gone) when they happen. No timing is asserted beyond that bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../src/dvm/itinerary";
-import { jsonLogger, silentLogger } from "../../src/log";
+import { jsonLogger, silentLogger } from "../../src/lib/log";
 import { PHASE_BODIES } from "../../src/phases";
 import type { PhaseBody } from "../../src/phases/types";
 import { Relay } from "../../src/relay/relay";
 import { InProcessTransport } from "../../src/relay/transport";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, TEST_MIGRATION_POLICY } from "../support/migration";

@@ -10,6 +10,7 @@
  *     drops are counted, and no invocation waits on events longer than the flush deadline (plus a
  *     generous margin for a busy machine: a bound, not a benchmark).
  */
+
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -18,14 +19,14 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { HTTP } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type PhaseEvents, type PublishingMetrics, phaseEventsFromEnv } from "../../src/aws/eventPublisherFromEnv";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { createPhaseRunnerWithEvents } from "../../src/aws/runnerFromEnv";
 import { type ExecutablePhaseName, ITINERARIES } from "../../src/dvm/itinerary";
 import type { FlushResult } from "../../src/events/publisher";
 import type { FlushingRunner } from "../../src/events/runnerEvents";
 import { MIGRATION_SUCCEEDED, MigrationFinishedDataSchema, PHASE_COMPLETED, PhaseCompletedDataSchema } from "../../src/events/schema";
-import { DynamoPhaseLedger } from "../../src/ledger";
+import { silentLogger } from "../../src/lib/log";
 import { findFreePort } from "../../src/local/ports";
-import { silentLogger } from "../../src/log";
 import { PHASE_BODIES } from "../../src/phases";
 import { transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";

@@ -11,6 +11,7 @@
  * SSM parameter, events go nowhere (eventsSink none), and the credentials are DynamoDB Local's dummy
  * ones rather than a session of the function's role.
  */
+
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -21,17 +22,17 @@ import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
 import { POLICY_ENV, policyEnv } from "../../src/dvm/policyConfig";
 import { dvmNameForEvent } from "../../src/events/names";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
-import { DynamoPhaseLedger } from "../../src/ledger";
+import { silentLogger } from "../../src/lib/log";
 import { type LambdaInvokeApi, startLambdaInvokeApi } from "../../src/local/lambdaInvokeApi";
 import { type LambdaFunctionSpec, lambdaRuntimeTools } from "../../src/local/lambdaRuntime";
 import { findFreePort } from "../../src/local/ports";
-import { silentLogger } from "../../src/log";
 import { runRelay } from "../../src/relay/main";
 import { testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";

@@ -4,17 +4,18 @@
  * phase repeated: no takeover, no retry, every non-waiting body entered once (src/report/executions.ts).
  * Its server pods are split by the operator's volume count, and every record stays inside its store.
  */
+
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoPhaseLedger, MAX_OUTCOME_BYTES } from "../../src/aws/ledger";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { findCondition } from "../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import { MAX_PVCS_PER_DVM } from "../../src/dvm/limits";
-import { DynamoPhaseLedger, MAX_OUTCOME_BYTES } from "../../src/ledger";
 import { PHASE_BODIES } from "../../src/phases";
 import { serverGroupNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
 import { executionsOf } from "../../src/report/executions";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import {

@@ -6,16 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { DescribeTimeToLiveCommand, GetItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type Claim,
-  type ClaimResult,
-  DynamoPhaseLedger,
-  InvalidLedgerKeyError,
-  type LedgerDynamoClient,
-  type LedgerKey,
-  LostClaimError,
-  phaseKeyOf,
-} from "../../src/ledger";
+import { DynamoPhaseLedger, type LedgerDynamoClient } from "../../src/aws/ledger";
+import { type Claim, type ClaimResult, InvalidLedgerKeyError, type LedgerKey, LostClaimError, phaseKeyOf } from "../../src/ledger";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { missing } from "../support/requirements";
 

@@ -4,12 +4,13 @@
  * server refuses it), and a DELETE through the API (what `kubectl delete` sends) stops the migration and
  * leaves no transfer object on either cluster before the DVM disappears.
  */
+
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { DVM_FINALIZER, DVM_GROUP, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
-import { DynamoPhaseLedger } from "../../src/ledger";
+import { silentLogger } from "../../src/lib/log";
 import type { LocalController } from "../../src/local/controller";
-import { silentLogger } from "../../src/log";
 import { transferSelector } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";

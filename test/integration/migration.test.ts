@@ -3,17 +3,19 @@
  * kwok running the pods and DynamoDB Local holding the ledger. The runner is called the way the relay
  * calls it; nothing here drives phases by hand.
  */
+
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
+import { LABEL } from "../../src/contracts/labels";
 import { findCondition } from "../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
-import { DynamoPhaseLedger } from "../../src/ledger";
 import { PHASE_BODIES } from "../../src/phases";
-import { LABEL, transferNames } from "../../src/phases/names";
+import { transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import {

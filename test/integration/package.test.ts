@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import packageJson from "../../package.json" with { type: "json" };
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, requestFor } from "../support/migration";

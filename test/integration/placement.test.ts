@@ -4,14 +4,15 @@
  * pinned there; a volume nobody mounts is left to the scheduler, which follows its PV's node affinity.
  * Whole migrations, driven the way the relay drives them.
  */
+
 import { CoreV1Api, type V1Node } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
+import { LABEL } from "../../src/contracts/labels";
 import { KWOK_NODE_ANNOTATION } from "../../src/local/kwok";
 import { waitFor } from "../../src/local/wait";
 import { PHASE_BODIES } from "../../src/phases";
-import { LABEL } from "../../src/phases/names";
 import { CLIENT_ROLE } from "../../src/phases/rsyncOperations";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";

@@ -9,6 +9,7 @@
  * stand-in's, not rsync's: kwok's pods write no logs, so a kwok migration has no byte counts; real pods
  * (node mode) were outside this test's budget. Everything from the watch event to the PromQL answer is real.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -16,14 +17,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ReconcileRequest, RunResult } from "../../src/contracts/request";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
+import { silentLogger } from "../../src/lib/log";
 import { findFreePort } from "../../src/local/ports";
-import { silentLogger } from "../../src/log";
 import { type HealthServer, startHealthServer } from "../../src/relay/health";
 import { RelayMetrics } from "../../src/relay/metrics";
 import { RelayReplica } from "../../src/relay/replica";
 import { InProcessTransport } from "../../src/relay/transport";
-import type { ReconcileRequest, RunResult } from "../../src/runner/request";
 import { testClusters } from "../support/clusters";
 
 const PROMETHEUS = "/usr/bin/prometheus";

@@ -5,18 +5,20 @@
  * logging, then everything it produced is scanned for the rsync password, every private key and the
  * clusters' credentials.
  */
+
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
+import { LABEL } from "../../src/contracts/labels";
 import { DVM_GROUP, DVM_VERSION, DVMP_PLURAL } from "../../src/dvm/types";
-import { DynamoPhaseLedger } from "../../src/ledger";
+import { jsonLogger } from "../../src/lib/log";
 import type { LocalController } from "../../src/local/controller";
-import { jsonLogger } from "../../src/log";
-import { LABEL, transferNames } from "../../src/phases/names";
+import { transferNames } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
 import { testDynamoClient } from "../support/dynamo";

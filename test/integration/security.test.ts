@@ -6,6 +6,7 @@
  * either cluster. Then the same migration from an admin namespace, across namespaces, completes. The
  * trigger's source allow-list is checked against the real API server too (a refused event creates no DVM).
  */
+
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +14,8 @@ import { CoreV1Api, type KubeConfig, StorageV1Api } from "@kubernetes/client-nod
 import { CloudEvent, HTTP } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
+import { LABEL } from "../../src/contracts/labels";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
 import { type DirectVolumeMigration, DVM_API_VERSION, DVM_KIND, DVMP_KIND } from "../../src/dvm/types";
 import { KubeMigrationStore } from "../../src/events/migrationStore";
@@ -23,8 +26,6 @@ import { createTrigger } from "../../src/events/trigger";
 import { KubeApiError } from "../../src/kube/errors";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
-import { LABEL } from "../../src/phases/names";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { MemoryHandledEvents } from "../support/memoryHandledEvents";

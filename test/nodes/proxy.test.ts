@@ -9,18 +9,19 @@
  * the destination's endpoint. The proxy's password reaches the client Secrets only: not the DVM, its
  * events, or the controller's log.
  */
+
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPhaseRunner } from "../../src/aws/phaseRunner";
+import { LABEL } from "../../src/contracts/labels";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
 import { parsePolicyEnv } from "../../src/dvm/policyConfig";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
+import { jsonLogger } from "../../src/lib/log";
 import { createProxyNamespace, deleteProxyNamespace, type ProxyNamespace, rejectDirect, startTinyproxy, type Tinyproxy } from "../../src/local/nodes/proxy";
-import { jsonLogger } from "../../src/log";
-import { LABEL } from "../../src/phases/names";
-import { createPhaseRunner } from "../../src/runner/phaseRunner";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff, writeDataset } from "../support/dataset";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";

@@ -3,8 +3,8 @@
 import { randomUUID } from "node:crypto";
 import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { inject } from "vitest";
+import { createLedgerClient, ensureLedgerTable } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
-import { createLedgerClient, ensureLedgerTable } from "../../src/ledger";
 
 /** The endpoint from test/setup/dynamo.ts, or undefined when the run was narrowed to other services. */
 export function dynamoEndpoint(): { endpoint: string; region: string } | undefined {

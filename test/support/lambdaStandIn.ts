@@ -2,9 +2,10 @@
  * The Lambda Invoke API, as far as the relay uses it, on loopback: every invocation is recorded (with
  * the time it arrived) and accepted with 202, as an "Event" invocation is.
  */
+
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ReconcileRequest } from "../../src/runner/request";
+import type { ReconcileRequest } from "../../src/contracts/request";
 
 export interface Invocation {
   functionName: string;

@@ -3,8 +3,9 @@
  * runner's decisions. The real ledger is tested against DynamoDB Local in test/integration.
  */
 
+import { checkOutcomeSize } from "../../src/aws/ledger";
 import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "../../src/ledger";
-import { checkOutcomeSize, LostClaimError } from "../../src/ledger";
+import { LostClaimError } from "../../src/ledger";
 
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
 

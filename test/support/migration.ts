@@ -3,15 +3,17 @@
  * storage class on the destination, the destination's kubeconfig as a Secret on the host (the source
  * cluster hosts the DVMs), and a driver that calls the runner the way the relay does.
  */
+
 import { readFileSync } from "node:fs";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
+import { LABEL } from "../../src/contracts/labels";
+import type { ReconcileRequest, RunResult } from "../../src/contracts/request";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
 import { type DirectVolumeMigration, DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
 import { toDvm } from "../../src/kube/dvmStore";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
-import { LABEL, transferSelector } from "../../src/phases/names";
-import type { ReconcileRequest, RunResult } from "../../src/runner/request";
+import { transferSelector } from "../../src/phases/names";
 import type { PhaseRunner } from "../../src/runner/runner";
 import type { TestClusters } from "./clusters";
 

@@ -3,7 +3,7 @@ import type { ItineraryName, PhaseName } from "../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, type MigrationPolicy, transferImageFor } from "../../src/dvm/policy";
 import { transferSettingsFor } from "../../src/dvm/transferPolicy";
 import { type DvmStatus, parseDvmSpec } from "../../src/dvm/types";
-import { silentLogger } from "../../src/log";
+import { silentLogger } from "../../src/lib/log";
 import type { PhaseContext } from "../../src/phases/types";
 import { volumePairs } from "../../src/phases/volumes";
 import { FakeCluster } from "./fakeCluster";

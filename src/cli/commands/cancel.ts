@@ -10,7 +10,7 @@ import type { Command } from "commander";
 import { DVM_API_VERSION, DVM_PLURAL } from "../../dvm/types";
 import { SecretClusterResolver } from "../../kube/resolver";
 import { resourcePath } from "../../kube/rest";
-import { silentLogger } from "../../log";
+import { silentLogger } from "../../lib/log";
 import { continueDeletion, type DeletionDeps } from "../../runner/deletion";
 import type { CliContext } from "../context";
 import { CliError } from "../errors";

@@ -2,10 +2,11 @@
  * `dvm watch NAME`: follow a migration until it completes, reading the DVM and its progress records
  * fresh every --interval seconds. Exit 0 when it succeeded, 2 when it failed (its errors printed).
  */
+
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
+import { LABEL } from "../../contracts/labels";
 import { KINDS } from "../../kube/objects";
-import { LABEL } from "../../phases/names";
 import type { CliContext } from "../context";
 import { CliError, explainError } from "../errors";
 import { getDvm } from "../lookup";

@@ -23,7 +23,9 @@
  */
 
 import type { KubeConfig } from "@kubernetes/client-node";
-import { systemClock } from "../../../src/clock";
+import { MigrationInputError } from "../../../src/contracts/inputError";
+import { LABEL } from "../../../src/contracts/labels";
+import type { RunResult } from "../../../src/contracts/request";
 import { setCondition } from "../../../src/dvm/conditions";
 import { type ExecutablePhaseName, nextPhase, type PhaseName } from "../../../src/dvm/itinerary";
 import { enterFailure, enterPhase, type Position, positionAfter, positionOf } from "../../../src/dvm/status";
@@ -39,16 +41,15 @@ import {
   type DvmStatus,
   parseDvmSpec,
 } from "../../../src/dvm/types";
-import type { Cluster, EnsureResult } from "../../../src/kube/cluster";
+import type { Cluster, EnsureResult, MigrationClusters } from "../../../src/kube/cluster";
 import { KubeDvmStore, toDvm } from "../../../src/kube/dvmStore";
 import { KubeApiError } from "../../../src/kube/errors";
 import type { KubeObject } from "../../../src/kube/objects";
 import { type ClusterResolver, SecretClusterResolver } from "../../../src/kube/resolver";
-import { silentLogger } from "../../../src/log";
-import { LABEL } from "../../../src/phases/names";
+import { systemClock } from "../../../src/lib/clock";
+import { silentLogger } from "../../../src/lib/log";
 import { CLIENT_ROLE } from "../../../src/phases/rsyncOperations";
-import { type MigrationClusters, MigrationInputError, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
-import type { RunResult } from "../../../src/runner/request";
+import type { PhaseContext, PhaseOutcome } from "../../../src/phases/types";
 import { buildPhaseContext, migrationTypeOf } from "../../../src/runner/runner";
 import { type Bodies, countedBodies, crashPlan, invocationScope, SimulatedCrash, tallyHooks } from "./bodies";
 import type { Driver } from "./drivers";

@@ -8,7 +8,7 @@
  *     was before that write, as a lagging informer cache would.
  * Errors (a killed worker, a thrown invocation) become a "retry" result, as a relay would retry.
  */
-import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
+import type { ReconcileRequest, RunResult } from "../../../src/contracts/request";
 import type { DvmHistory } from "./observatory";
 import { between, type Random, shuffle, sleep } from "./random";
 import type { InvokeHints, Target } from "./targets";

@@ -4,11 +4,12 @@
  * an in-process transport (for relay restarts and 410 Gone). Both go through a Deliverer, which adds the
  * event-stream faults. Requeue delays are capped (`capMs`) so a run takes seconds, not minutes.
  */
+
 import type { KubeConfig } from "@kubernetes/client-node";
-import { silentLogger } from "../../../src/log";
+import type { ReconcileRequest, RunResult } from "../../../src/contracts/request";
+import { silentLogger } from "../../../src/lib/log";
 import { InProcessTransport, Relay } from "../../../src/relay";
 import type { RelayTransport } from "../../../src/relay/transport";
-import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import { type Deliverer, delayOf } from "./delivery";
 import type { StartedMigration } from "./fixture";
 import type { DvmHistory } from "./observatory";

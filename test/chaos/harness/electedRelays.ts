@@ -11,7 +11,7 @@
  * Failover time: from the kill or the cut to the first forward by another replica.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { silentLogger } from "../../../src/log";
+import { silentLogger } from "../../../src/lib/log";
 import { InProcessTransport } from "../../../src/relay";
 import { KubeLeaseStore } from "../../../src/relay/leaseStore";
 import { RelayReplica } from "../../../src/relay/replica";

@@ -4,10 +4,11 @@
  * and DynamoDB Local) or started here (bench runs, and the scenarios that restart an API server, which
  * need a control plane of their own).
  */
+
 import { randomUUID } from "node:crypto";
 import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { KubeConfig } from "@kubernetes/client-node";
-import { createLedgerClient, ensureLedgerTable } from "../../../src/ledger";
+import { createLedgerClient, ensureLedgerTable } from "../../../src/aws/ledger";
 import { type ControlPlane, startControlPlane } from "../../../src/local/controlPlane";
 import { type DynamoLocal, startDynamoLocal } from "../../../src/local/dynamoLocal";
 

@@ -3,9 +3,10 @@
  * namespace of its own on the destination, through a storage class of the run. The DVMs live in one
  * namespace per run on the host, next to the Secret holding the destination's kubeconfig.
  */
+
 import { readFileSync } from "node:fs";
 import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
-import type { ReconcileRequest } from "../../../src/runner/request";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { createDvm } from "../../support/migration";
 import type { ChaosEnvironment } from "./environment";
 

@@ -6,11 +6,12 @@
  *     namespaces, progress records), by the uid label: a name (for a generated name: its volume and
  *     attempt labels) that shows up with two different metadata.uid values was created twice.
  */
+
 import type { KubeConfig } from "@kubernetes/client-node";
+import { LABEL } from "../../../src/contracts/labels";
 import { ITINERARIES, isItineraryName, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { type DirectVolumeMigration, DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../../src/dvm/types";
 import { toDvm } from "../../../src/kube/dvmStore";
-import { LABEL } from "../../../src/phases/names";
 import { type Collection, Follow, type ObservedEvent } from "./listWatch";
 
 /** Full objects kept per DVM: enough to serve a read one or two writes behind. */

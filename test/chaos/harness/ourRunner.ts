@@ -7,12 +7,12 @@
 
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { DynamoPhaseLedger } from "../../../src/aws/ledger";
+import type { ReconcileRequest, RunResult, RunStats } from "../../../src/contracts/request";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
 import type { DirectVolumeMigration, DvmStatus } from "../../../src/dvm/types";
 import { type DvmStore, KubeDvmStore } from "../../../src/kube/dvmStore";
 import { SecretClusterResolver } from "../../../src/kube/resolver";
-import { DynamoPhaseLedger } from "../../../src/ledger";
-import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { type BodyHooks, countedBodies, invocationScope } from "./bodies";
 

@@ -5,11 +5,12 @@
  * It samples its own memory, the relay's stats and the DynamoDB requests (counted by client middleware)
  * every `sampleMs`, and reports repeats from its counted phase bodies when told to stop.
  */
+
 import { KubeConfig } from "@kubernetes/client-node";
-import { createLedgerClient } from "../../../src/ledger";
-import { silentLogger } from "../../../src/log";
+import { createLedgerClient } from "../../../src/aws/ledger";
+import type { RunResult } from "../../../src/contracts/request";
+import { silentLogger } from "../../../src/lib/log";
 import { InProcessTransport, Relay, type RelayStats } from "../../../src/relay";
-import type { RunResult } from "../../../src/runner/request";
 import { tallyHooks } from "./bodies";
 import { type DynamoCounts, instrumentDynamo } from "./dynamoFaults";
 import type { DynamoEndpoint } from "./environment";

@@ -2,16 +2,17 @@
  * Chaos scenarios: each runs small migrations for our runner and for the baseline side by side, under
  * the same injected faults, and reports what the API servers and the phase bodies saw.
  */
+
 import { randomUUID } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { LambdaTransport, sharedFunction } from "../../../src/aws/lambdaTransport";
+import { DynamoPhaseLedger } from "../../../src/aws/ledger";
 import { CONDITION } from "../../../src/dvm/conditions";
 import { ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
-import { DynamoPhaseLedger } from "../../../src/ledger";
-import { LambdaTransport, sharedFunction } from "../../../src/relay/lambdaTransport";
 import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { BaselineController } from "./baseline";
 import { CRASH_PHASES, HEARTBEAT_PHASE, OVERRUN_PHASE } from "./bodies";

@@ -3,8 +3,8 @@
  * around it, in this process or in a worker that reports over IPC before the body runs) and every
  * invocation's outcome and timing. Pure bookkeeping: usable in child processes too.
  */
+import type { RunResult } from "../../../src/contracts/request";
 import { isPhaseName, phaseSpec } from "../../../src/dvm/itinerary";
-import type { RunResult } from "../../../src/runner/request";
 import { percentile } from "./random";
 
 /** "crashed": killed right after returning (crash injection); "killed": the process died inside the body. */

@@ -3,11 +3,12 @@
  * processes that can be killed), or the baseline controller (baseline.ts). All of them record what they
  * did in a Tally, the same way.
  */
+
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { ReconcileRequest, RunResult } from "../../../src/contracts/request";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
-import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import { slowBodyPlan, tallyHooks } from "./bodies";
 import { type DynamoCounts, type DynamoInstrument, instrumentDynamo, type ThrottleOptions } from "./dynamoFaults";
 import type { ChaosEnvironment } from "./environment";

@@ -10,11 +10,12 @@
  *     Lambda's asynchronous invocation does. The relay reaches it through the real LambdaTransport and
  *     the AWS SDK's own retries.
  */
+
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import type { ReconcileRequest } from "../../../src/runner/request";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { inBurst, type ThrottleBursts } from "./dynamoFaults";
 
 export interface BurstOptions extends ThrottleBursts {

@@ -6,9 +6,10 @@
  * itself right after a body returned: side effects done, ledger completion not recorded. Like Lambda, it
  * also dies when an invocation outlives the function timeout (shorter than the ledger lease).
  */
+
 import { KubeConfig } from "@kubernetes/client-node";
+import { createLedgerClient } from "../../../src/aws/ledger";
 import type { ExecutablePhaseName } from "../../../src/dvm/itinerary";
-import { createLedgerClient } from "../../../src/ledger";
 import { type BodyHooks, crashPlan, slowBodyPlan } from "./bodies";
 import { type DynamoInstrument, instrumentDynamo } from "./dynamoFaults";
 import { buildOurRunner, type OurRunner } from "./ourRunner";

@@ -1,6 +1,6 @@
 /** Messages between the harness and a phase-function worker process (worker.ts), over Node IPC. */
+import type { ReconcileRequest, RunResult, RunStats } from "../../../src/contracts/request";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
-import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
 import type { DynamoCounts, ThrottleOptions } from "./dynamoFaults";
 import type { DynamoEndpoint } from "./environment";
 import type { BodyEntry, BodyOutcome } from "./tally";

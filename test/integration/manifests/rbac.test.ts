@@ -10,19 +10,20 @@
  *  - calls outside the roles are refused (403), so the tokens really are the restricted ones.
  * (test/unit/infra/manifests.test.ts proves the other direction: nothing beyond what the code calls.)
  */
+
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPhaseRunner } from "../../../src/aws/phaseRunner";
+import { LABEL } from "../../../src/contracts/labels";
+import type { ReconcileRequest, RunResult } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { ITINERARIES } from "../../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../../src/dvm/types";
 import { KubeCluster } from "../../../src/kube/kubeCluster";
-import { jsonLogger } from "../../../src/log";
+import { jsonLogger } from "../../../src/lib/log";
 import { PHASE_BODIES } from "../../../src/phases";
-import { LABEL } from "../../../src/phases/names";
 import { Relay } from "../../../src/relay/relay";
 import { InProcessTransport } from "../../../src/relay/transport";
-import { createPhaseRunner } from "../../../src/runner/phaseRunner";
-import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import type { PhaseRunner } from "../../../src/runner/runner";
 import { testClusters } from "../../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../../support/dynamo";

@@ -6,6 +6,7 @@
  * sink) must pass the named permission on in one line, and the phase function must neither retry it as
  * transient nor drop it (thrown: Lambda's retries, then the dead-letter queue with the message).
  */
+
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -16,8 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classifyError } from "../../../src/aws/errors";
 import { EventBridgeSink } from "../../../src/aws/eventBridgeSink";
 import { createKubeconfigSource } from "../../../src/aws/kubeconfigSource";
-import { errorMessage } from "../../../src/errorMessage";
-import { DynamoPhaseLedger } from "../../../src/ledger";
+import { DynamoPhaseLedger } from "../../../src/aws/ledger";
+import { errorMessage } from "../../../src/lib/errorMessage";
 
 const ROLE = "arn:aws:sts::123456789012:assumed-role/dvm-serverless-dev-us-east-1-lambdaRole/dvm-serverless-dev-phase";
 /** The JSON-protocol services' target prefix -> the IAM action namespace AWS's message names. */

@@ -7,7 +7,7 @@ import { triggerFromEnv } from "../../../src/aws/triggerHandler";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
-import { silentLogger } from "../../../src/log";
+import { silentLogger } from "../../../src/lib/log";
 
 describe("the phase function's configuration", () => {
   it("needs the ledger table and names it when it is missing or blank", () => {

@@ -3,6 +3,7 @@
  * the Powertools logger adapter and the kubeconfig source. The bundled handler itself runs under
  * serverless-offline in test/integration/serverless.test.ts.
  */
+
 import { Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
 import { GetParameterCommand } from "@aws-sdk/client-ssm";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -17,10 +18,10 @@ import { parseReconcileEvent } from "../../../src/aws/reconcileEvent";
 import { runnerFromEnv } from "../../../src/aws/runnerFromEnv";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
+import type { ReconcileRequest, RunResult, RunStats } from "../../../src/contracts/request";
 import { KubeApiError } from "../../../src/kube/errors";
 import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../../src/ledger";
-import { type LogAttributes, type Logger, silentLogger } from "../../../src/log";
-import type { ReconcileRequest, RunResult, RunStats } from "../../../src/runner/request";
+import { type LogAttributes, type Logger, silentLogger } from "../../../src/lib/log";
 
 const REQUEST: ReconcileRequest = { uid: "3f1c", namespace: "openshift-migration", name: "dvm-1", generation: 2 };
 

@@ -14,7 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runnerFromEnv } from "../../../src/aws/runnerFromEnv";
 import { ENV } from "../../../src/config/environment";
 import { KubeApiError } from "../../../src/kube/errors";
-import { silentLogger } from "../../../src/log";
+import { silentLogger } from "../../../src/lib/log";
 
 const REQUEST = { uid: "11111111-2222-3333-4444-555555555555", namespace: "openshift-migration", name: "dvm" };
 

@@ -2,14 +2,15 @@
  * The size limits of a DVM (src/dvm/limits.ts): the parser and the CRD refuse a larger one naming the
  * field, free text is cut by bytes, and a DVM at the limits, at its worst, fits every store with room.
  */
+
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { checkOutcomeSize, MAX_OUTCOME_BYTES } from "../../../src/aws/ledger";
 import { boundedErrors, MAX_CONDITION_MESSAGE_BYTES, MAX_ERROR_TEXT_BYTES, MAX_PVCS_PER_DVM, MAX_RECORDED_ERRORS } from "../../../src/dvm/limits";
 import { type DvmStatus, parseDvmSpec, type RsyncOperation } from "../../../src/dvm/types";
-import { checkOutcomeSize, MAX_OUTCOME_BYTES } from "../../../src/ledger";
-import { truncateUtf8 } from "../../../src/textBounds";
+import { truncateUtf8 } from "../../../src/lib/textBounds";
 
 type Schema = {
   type?: string;

@@ -4,6 +4,7 @@
  * the settings read from the phase function's environment. Fakes only: the real runner with a real
  * HTTP sink is in test/integration/events.test.ts.
  */
+
 import type { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { CloudEvent, type CloudEventV1, HTTP } from "cloudevents";
 import { describe, expect, it, vi } from "vitest";
@@ -11,13 +12,13 @@ import { EventBridgeSink } from "../../../src/aws/eventBridgeSink";
 import { eventsConfigFromEnv, type PublishingMetrics, phaseEventsFromEnv } from "../../../src/aws/eventPublisherFromEnv";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
+import type { RunResult, RunStats } from "../../../src/contracts/request";
 import { HttpEventSink } from "../../../src/events/httpSink";
 import { EventPublisher, type EventSink, SendError } from "../../../src/events/publisher";
 import { phaseEventsHook, withEventFlush } from "../../../src/events/runnerEvents";
 import { PHASE_COMPLETED } from "../../../src/events/schema";
 import type { LedgerEntry } from "../../../src/ledger";
-import type { LogAttributes, Logger } from "../../../src/log";
-import type { RunResult, RunStats } from "../../../src/runner/request";
+import type { LogAttributes, Logger } from "../../../src/lib/log";
 
 const event = (n: number) => new CloudEvent<unknown>({ id: `e-${n}`, source: "dvm-serverless/test", type: PHASE_COMPLETED, subject: "ns/dvm", data: { n } });
 

@@ -20,7 +20,7 @@ import { parseSourceAllowList } from "../../../src/events/sources";
 import { CREATED_BY, CREATED_BY_LABEL, createTrigger, type Trigger } from "../../../src/events/trigger";
 import { KubeApiError } from "../../../src/kube/errors";
 import { LedgerUnavailableError } from "../../../src/ledger/errors";
-import type { LogAttributes, Logger } from "../../../src/log";
+import type { LogAttributes, Logger } from "../../../src/lib/log";
 import { MemoryHandledEvents } from "../../support/memoryHandledEvents";
 
 const SPEC: DvmSpec = {

@@ -4,12 +4,13 @@
  * for a bounded time; a kubeconfig that is there but unusable is plain bad input. The host cluster is an
  * in-memory stand-in (the resolver only reads the Secrets through it).
  */
+
 import { KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { MigrationInputError } from "../../../src/contracts/inputError";
 import { KINDS } from "../../../src/kube/objects";
 import { ClusterCredentialsUnavailableError, SecretClusterResolver } from "../../../src/kube/resolver";
-import { MigrationInputError } from "../../../src/phases/types";
 import { FakeCluster } from "../../support/fakeCluster";
 
 const NAMESPACE = "shop";

@@ -2,13 +2,13 @@
  * DynamoPhaseLedger's own logic with a stub client: what it sends, how it reads a refused condition,
  * and how errors surface. The behaviour against a real DynamoDB is in test/integration/ledger.test.ts.
  */
+
 import { type AttributeValue, ConditionalCheckFailedException, type UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
+import { DynamoPhaseLedger, type LedgerDynamoClient } from "../../../src/aws/ledger";
 import {
   type Claim,
-  DynamoPhaseLedger,
   InvalidLedgerKeyError,
-  type LedgerDynamoClient,
   LedgerError,
   type LedgerKey,
   LedgerUnavailableError,

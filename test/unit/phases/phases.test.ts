@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
+import { MigrationInputError } from "../../../src/contracts/inputError";
+import { LABEL } from "../../../src/contracts/labels";
 import { quantityValue } from "../../../src/dvm/quantity";
 import { deleteTransferResources, waitForTransferResourcesGone } from "../../../src/phases/cleanup";
 import { createRsyncEndpoint, endpointAddress, ensureRsyncEndpointReady } from "../../../src/phases/endpoint";
-import { dvmShortId, LABEL, transferLabels, transferNames } from "../../../src/phases/names";
+import { dvmShortId, transferLabels, transferNames } from "../../../src/phases/names";
 import { createDestinationNamespaces } from "../../../src/phases/namespaces";
 import { createPVProgressCRs } from "../../../src/phases/progressRecords";
 import { createDestinationPVCs, requestedSize } from "../../../src/phases/pvcs";
 import { serverGroups } from "../../../src/phases/serverGroups";
 import { started } from "../../../src/phases/started";
-import { MigrationInputError, type PhaseContext } from "../../../src/phases/types";
+import type { PhaseContext } from "../../../src/phases/types";
 import { volumePairs } from "../../../src/phases/volumes";
 import { fakeContext, namespace, pvc, storageClass, TEST_UID, TWO_NAMESPACE_SPEC } from "../../support/phaseContext";
 

@@ -2,11 +2,12 @@
  * One poll of RunRsyncOperations at MAX_PVCS_PER_DVM volumes: its calls go out a bounded number at a
  * time (not one after another, two or three per volume), and nothing new starts after the deadline.
  */
+
 import { describe, expect, it } from "vitest";
+import type { PhaseLease } from "../../../src/contracts/lease";
 import { MAX_PVCS_PER_DVM } from "../../../src/dvm/limits";
 import type { Cluster } from "../../../src/kube/cluster";
 import { runRsyncOperations, VOLUME_POLL_CONCURRENCY } from "../../../src/phases/rsyncOperations";
-import type { PhaseLease } from "../../../src/runner/lease";
 import { fakeContext } from "../../support/phaseContext";
 
 const SPEC = {

@@ -3,11 +3,13 @@
  * (DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD): each pod, its Service and its server Secret have a
  * deterministic name, and each client reaches the pod that mounts its destination PVC.
  */
+
 import { describe, expect, it } from "vitest";
+import { LABEL } from "../../../src/contracts/labels";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
 import { KINDS, type PodObject, type ServiceObject } from "../../../src/kube/objects";
 import { createRsyncEndpoint, ensureRsyncEndpointReady } from "../../../src/phases/endpoint";
-import { LABEL, serverGroupNames } from "../../../src/phases/names";
+import { serverGroupNames } from "../../../src/phases/names";
 import { serverGroupOf, serverGroups } from "../../../src/phases/serverGroups";
 import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../../src/phases/serverPods";
 import { clientSecretName, createRsyncConfig, createStunnelConfig } from "../../../src/phases/transferConfig";

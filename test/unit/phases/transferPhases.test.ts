@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { LABEL } from "../../../src/contracts/labels";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
 import { parsePolicyEnv } from "../../../src/dvm/policyConfig";
 import { KINDS } from "../../../src/kube/objects";
 import { createRsyncEndpoint } from "../../../src/phases/endpoint";
-import { clientPodName, LABEL, transferNames } from "../../../src/phases/names";
+import { clientPodName, transferNames } from "../../../src/phases/names";
 import { createPVProgressCRs } from "../../../src/phases/progressRecords";
 import { runRsyncOperations } from "../../../src/phases/rsyncOperations";
 import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "../../../src/phases/serverPods";

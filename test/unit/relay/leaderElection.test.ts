@@ -4,7 +4,7 @@
  * are in test/integration/relayFailover.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { silentLogger } from "../../../src/log";
+import { silentLogger } from "../../../src/lib/log";
 import { LeaderElectionConfigError, LeaderElector, leaderElectionTimingProblem } from "../../../src/relay/leaderElection";
 import { Link, MemoryLease } from "../../support/memoryLease";
 

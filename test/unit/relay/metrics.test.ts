@@ -3,13 +3,14 @@
  * names and known phases only, errors are sorted into a fixed set of kinds, the health server serves the
  * exposition, and docs/operations.md lists exactly the metrics the code registers.
  */
+
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startHealthServer } from "../../../src/relay/health";
-import { LambdaInvokeError, RemoteFunctionError } from "../../../src/relay/lambdaTransport";
 import { forwardErrorKind, RELAY_METRIC_NAMES, RelayMetrics } from "../../../src/relay/metrics";
 import { dvmProgressOf, type ObservedDvm } from "../../../src/relay/observed";
+import { LambdaInvokeError, RemoteFunctionError } from "../../../src/relay/transport";
 
 const dvm = (i: number, phase?: string): ObservedDvm => ({
   uid: `uid-${i}`,

@@ -5,7 +5,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { silentLogger } from "../../../src/log";
+import { silentLogger } from "../../../src/lib/log";
 import { RelayReplica } from "../../../src/relay/replica";
 import { InProcessTransport } from "../../../src/relay/transport";
 import { Link, MemoryLease } from "../../support/memoryLease";

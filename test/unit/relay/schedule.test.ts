@@ -2,10 +2,12 @@
  * The relay's pure decisions: when to forward a trigger, what to schedule after a forward, and how it
  * reads watched objects. Delays are checked against the itinerary table, never against copied numbers.
  */
+
 import { describe, expect, it } from "vitest";
+import { LABEL } from "../../../src/contracts/labels";
+import type { RunResult } from "../../../src/contracts/request";
 import { FAST_REQUEUE_MS, PHASE_NAMES, PHASES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
 import { backoffDelay } from "../../../src/lib/backoff";
-import { LABEL } from "../../../src/phases/names";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
 import { parseRunResult } from "../../../src/relay/runResult";
 import {
@@ -22,7 +24,6 @@ import {
   requestPhase,
   sameForwardKey,
 } from "../../../src/relay/schedule";
-import type { RunResult } from "../../../src/runner/request";
 
 const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
 const FAST_PHASE = PHASE_NAMES.find((p) => !PHASES[p].waits && !("terminal" in PHASES[p]))!;

@@ -3,17 +3,18 @@
  * (what it sends, how it reads the answer), the in-process transport, /healthz and /readyz, and the
  * env validation that names the bad variable.
  */
+
 import { hostname } from "node:os";
 import type { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { afterEach, describe, expect, it } from "vitest";
+import { functionPerPhase, LambdaTransport, sharedFunction } from "../../../src/aws/lambdaTransport";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
-import { silentLogger } from "../../../src/log";
+import type { ReconcileRequest } from "../../../src/contracts/request";
+import { silentLogger } from "../../../src/lib/log";
 import { parseRelayEnv } from "../../../src/relay/config";
 import { type HealthServer, startHealthServer } from "../../../src/relay/health";
-import { functionPerPhase, LambdaInvokeError, LambdaTransport, RemoteFunctionError, sharedFunction } from "../../../src/relay/lambdaTransport";
-import { InProcessTransport } from "../../../src/relay/transport";
-import type { ReconcileRequest } from "../../../src/runner/request";
+import { InProcessTransport, LambdaInvokeError, RemoteFunctionError } from "../../../src/relay/transport";
 
 const REQUEST: ReconcileRequest = { uid: "u-1", namespace: "ns", name: "dvm", generation: 1, resourceVersion: "9", reason: "test" };
 

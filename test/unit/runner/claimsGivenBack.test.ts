@@ -6,14 +6,15 @@
  * the invocation at a deadline (Lambda), the lease ends there too (item 11). In-memory stand-ins, with a
  * clock that the runner's pauses move.
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import type { DvmStore } from "../../../src/kube/dvmStore";
 import { KubeApiError } from "../../../src/kube/errors";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { type Claim, LedgerUnavailableError, type PhaseOutcome as RecordedOutcome } from "../../../src/ledger";
 import { advance, type PhaseBody, type PhaseOutcome, wait } from "../../../src/phases/types";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

@@ -4,14 +4,15 @@
  * the grace (5 minutes by default, counted from the first failure, which retries do not restart), and
  * cleanup retries it too, then gives up naming what it left. The runner with in-memory stand-ins.
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { KubeApiError } from "../../../src/kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
 import { DEFAULT_CREDENTIAL_GRACE_MS } from "../../../src/runner/credentialGrace";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

@@ -2,7 +2,9 @@
  * Deletion, spec edits and unreadable statuses, as the runner decides them (in-memory store, ledger and
  * cluster: pure logic). test/integration/lifecycle.test.ts does the same through real API servers.
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { type DirectVolumeMigration, DVM_FINALIZER } from "../../../src/dvm/types";
@@ -11,7 +13,6 @@ import { KINDS } from "../../../src/kube/objects";
 import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../../../src/kube/resolver";
 import { dvmShortId, transferLabels } from "../../../src/phases/names";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

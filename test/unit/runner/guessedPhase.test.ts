@@ -5,15 +5,16 @@
  * deleted or recreated meanwhile gets nothing, and a deletion that begins after the claim waits for it.
  * In-memory stand-ins (pure logic), as in runner.test.ts.
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import type { DvmSpec } from "../../../src/dvm/types";
 import type { DvmStore } from "../../../src/kube/dvmStore";
 import type { ClusterResolver } from "../../../src/kube/resolver";
-import { silentLogger } from "../../../src/log";
+import { silentLogger } from "../../../src/lib/log";
 import { advance, type PhaseBody } from "../../../src/phases/types";
 import { continueDeletion } from "../../../src/runner/deletion";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

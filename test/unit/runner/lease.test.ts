@@ -4,12 +4,13 @@
  * runs as long as it needs; a renewal (or a failure record) that finds the claim lost stops quietly.
  * Real timers with short leases; in-memory ledger and cluster (pure logic of the runner).
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest, RunResult } from "../../../src/contracts/request";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import { KINDS } from "../../../src/kube/objects";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "../../../src/phases/types";
-import type { ReconcileRequest, RunResult } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

@@ -4,12 +4,13 @@
  * completion. In-memory stand-ins (pure logic); test/integration/ledger.test.ts round-trips the same
  * record through DynamoDB Local.
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome, type StatusUpdate } from "../../../src/phases/types";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

@@ -3,7 +3,9 @@
  * logic). The same guarantees are checked against the real API server and DynamoDB Local in
  * test/integration.
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
@@ -11,7 +13,6 @@ import type { DvmStore } from "../../../src/kube/dvmStore";
 import { KubeApiError } from "../../../src/kube/errors";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../../src/phases/types";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

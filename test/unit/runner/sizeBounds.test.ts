@@ -3,13 +3,14 @@
  * (never a completion that fails on every retry while the claim stays held), and error texts entering
  * the status, the conditions and the ledger are bounded (src/dvm/limits.ts).
  */
+
 import { beforeEach, describe, expect, it } from "vitest";
+import type { ReconcileRequest } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { MAX_CONDITION_MESSAGE_BYTES, MAX_ERROR_TEXT_BYTES, MAX_RECORDED_ERRORS } from "../../../src/dvm/limits";
 import type { ClusterResolver } from "../../../src/kube/resolver";
 import { advance, type PhaseBody, type PhaseOutcome } from "../../../src/phases/types";
-import type { ReconcileRequest } from "../../../src/runner/request";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";
 import { MemoryLedger } from "../../support/memoryLedger";

@@ -2,16 +2,17 @@
  * The composition root of a phase function: the real store, ledger and cluster resolver wired into the
  * runner. Handlers (functions/) and local runs call this; tests may wire the parts themselves.
  */
+
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Clock } from "../clock";
 import type { ExecutablePhaseName } from "../dvm/itinerary";
 import type { MigrationPolicy } from "../dvm/policy";
 import { KubeDvmStore } from "../kube/dvmStore";
 import { SecretClusterResolver } from "../kube/resolver";
-import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "../ledger";
-import type { Logger } from "../log";
+import type { Clock } from "../lib/clock";
+import type { Logger } from "../lib/log";
 import type { PhaseBody } from "../phases/types";
-import { PhaseRunner, type RunnerOptions } from "./runner";
+import { PhaseRunner, type RunnerOptions } from "../runner/runner";
+import { createLedgerClient, DynamoPhaseLedger, type LedgerDynamoClient } from "./ledger";
 
 export interface PhaseRunnerConfig {
   /** The host cluster: where the DVMs live. */

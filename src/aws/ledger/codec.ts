@@ -15,12 +15,12 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
-import { isPhaseName } from "../dvm/itinerary";
-import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../dvm/types";
-import { utf8Bytes } from "../textBounds";
-import { LedgerError, OutcomeTooLargeError } from "./errors";
-import { parsePhaseKey, phaseKeyOf } from "./key";
-import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "./types";
+import { isPhaseName } from "../../dvm/itinerary";
+import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../../dvm/types";
+import { LedgerError, OutcomeTooLargeError } from "../../ledger/errors";
+import { parsePhaseKey, phaseKeyOf } from "../../ledger/key";
+import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "../../ledger/types";
+import { utf8Bytes } from "../../lib/textBounds";
 
 export type Item = Record<string, AttributeValue>;
 

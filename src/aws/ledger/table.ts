@@ -12,10 +12,10 @@ import {
   type UpdateTimeToLiveCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
-import definition from "../../infra/deploy/ledger-table.json" with { type: "json" };
-import { errorMessage } from "../errorMessage";
+import definition from "../../../infra/deploy/ledger-table.json" with { type: "json" };
+import { LedgerError } from "../../ledger/errors";
+import { errorMessage } from "../../lib/errorMessage";
 import type { LedgerDynamoClient } from "./client";
-import { LedgerError } from "./errors";
 
 const TableResource = z.object({
   Type: z.literal("AWS::DynamoDB::Table"),

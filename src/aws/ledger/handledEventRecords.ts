@@ -5,9 +5,9 @@
  * on their own some time after the trigger stopped accepting the event for its age.
  */
 import { GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { type EventIdentity, type HandledEvent, type HandledEvents, handledEventKey } from "../events/handledEvents";
+import { type EventIdentity, type HandledEvent, type HandledEvents, handledEventKey } from "../../events/handledEvents";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, withTransientRetry } from "../../ledger/retry";
 import type { LedgerDynamoClient } from "./client";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy, withTransientRetry } from "./retry";
 
 /** How long a record is kept: as long as the ledger keeps a finished DVM's entries, and far beyond the oldest event the trigger accepts (7 days). */
 export const HANDLED_EVENT_RETENTION_SECONDS = 30 * 24 * 60 * 60;

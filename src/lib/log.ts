@@ -2,7 +2,9 @@
  * The logging interface below functions/: structured, one object of attributes per line. The Lambda
  * adapter plugs Powertools in; local runs and tests use the JSON console logger or a capturing one.
  */
-import type { LogLevel } from "./config/environment";
+
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type LogAttributes = Record<string, unknown>;
 

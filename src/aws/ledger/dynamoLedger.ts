@@ -7,8 +7,23 @@
 
 import { randomUUID } from "node:crypto";
 import { ConditionalCheckFailedException, QueryCommand, UpdateItemCommand, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
-import { errorMessage } from "../errorMessage";
-import { truncateUtf8 } from "../textBounds";
+import { LedgerError, LostClaimError } from "../../ledger/errors";
+import { validateLedgerKey, validateUid } from "../../ledger/key";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, withTransientRetry } from "../../ledger/retry";
+import type {
+  Claim,
+  ClaimEnd,
+  ClaimOptions,
+  ClaimResult,
+  LedgerEntry,
+  LedgerKey,
+  LedgerState,
+  PhaseLedger,
+  PhaseOutcome,
+  PhaseOutcomeRecord,
+} from "../../ledger/types";
+import { errorMessage } from "../../lib/errorMessage";
+import { truncateUtf8 } from "../../lib/textBounds";
 import type { LedgerDynamoClient } from "./client";
 import {
   checkOutcomeSize,
@@ -29,10 +44,6 @@ import {
   s,
   validateOutcome,
 } from "./codec";
-import { LedgerError, LostClaimError } from "./errors";
-import { validateLedgerKey, validateUid } from "./key";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy, withTransientRetry } from "./retry";
-import type { Claim, ClaimEnd, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, LedgerState, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "./types";
 
 export const DEFAULT_RETENTION_DAYS = 30;
 /** lastError is for humans; the cap keeps a huge stack trace from hitting the 400 KB item limit. */

@@ -7,49 +7,33 @@
  * The endpoint is the SDK's to resolve: AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL point it at a
  * local stand-in, as for every other AWS client in this project.
  */
-import { type InvocationType, InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+
+import { type InvocationType, InvokeCommand, LambdaClient, type LambdaClientConfig } from "@aws-sdk/client-lambda";
+import type { ReconcileRequest, RunResult } from "../contracts/request";
 import { isPhaseName, type PhaseName } from "../dvm/itinerary";
-import { type Logger, silentLogger } from "../log";
-import type { ReconcileRequest, RunResult } from "../runner/request";
-import { parseRunResult } from "./runResult";
-import type { ForwardContext, RelayTransport } from "./transport";
+import { type Logger, silentLogger } from "../lib/log";
+import { parseRunResult } from "../relay/runResult";
+import type { ForwardContext, RelayTransport } from "../relay/transport";
+import { LambdaInvokeError, RemoteFunctionError } from "../relay/transport";
 
 export type RelayInvocationType = Extract<InvocationType, "Event" | "RequestResponse">;
+
+/** Where the relay's Lambda client connects (tests and local stand-ins; the deployed relay resolves its own). */
+export type LambdaEndpoint = Pick<LambdaClientConfig, "endpoint" | "region" | "credentials">;
 
 export interface LambdaTransportOptions {
   /** The function (name, ARN or partial ARN) that handles `request`; see sharedFunction / functionPerPhase. */
   functionFor: (request: ReconcileRequest, context: ForwardContext) => string;
   /** "Event" (default): fire-and-forget, 202 means accepted. "RequestResponse": wait for the RunResult. */
   invocationType?: RelayInvocationType;
-  /** Default: a LambdaClient configured from the environment (region, credentials, endpoint). */
+  /** Default: a LambdaClient configured from the environment (region, credentials, endpoint), or from `endpoint`. */
   client?: LambdaClient;
+  /** The Lambda endpoint, region and credentials, when not the SDK's own resolution (AWS_* variables, IRSA). */
+  endpoint?: LambdaEndpoint;
   /** Function version or alias to invoke. */
   qualifier?: string;
   /** Where an unreadable RunResult is reported (default: silent). */
   log?: Logger;
-}
-
-/** Lambda did not accept the invocation (an unexpected status code). */
-export class LambdaInvokeError extends Error {
-  override readonly name = "LambdaInvokeError";
-  constructor(
-    readonly functionName: string,
-    readonly statusCode: number | undefined,
-  ) {
-    super(`invoke ${functionName}: unexpected status ${statusCode ?? "(none)"}`);
-  }
-}
-
-/** The function ran and failed (the response carried FunctionError: "Unhandled" or "Handled"). */
-export class RemoteFunctionError extends Error {
-  override readonly name = "RemoteFunctionError";
-  constructor(
-    readonly functionName: string,
-    readonly functionError: string,
-    readonly detail: string,
-  ) {
-    super(`${functionName} failed (${functionError}): ${detail}`);
-  }
 }
 
 /** One function handles every phase. */
@@ -75,7 +59,7 @@ export class LambdaTransport implements RelayTransport {
   private readonly log: Logger;
 
   constructor(private readonly options: LambdaTransportOptions) {
-    this.client = options.client ?? new LambdaClient({});
+    this.client = options.client ?? new LambdaClient(options.endpoint ?? {});
     this.invocationType = options.invocationType ?? "Event";
     this.log = options.log ?? silentLogger;
   }

@@ -8,8 +8,10 @@
  * `dvm report` reads them); what the watches of both clusters show of the transfer pods, of
  * local-path's helper pod and of the destination PVC (created, scheduled, each container running,
  * Ready, Bound); and, polled every 20 ms on both destination nodes' disks, the destination volume's
- * folder appearing (local-path provisioned it) and its first file with a byte in it. The image is on
- * every node already (imagePullPolicy Never): no pull is in the figure.
+ * folder appearing (local-path provisioned it) and its first file with a byte in it. Read at the first
+ * byte: the first lines of each transfer container's log with the container runtime's timestamps (ns),
+ * which place stunnel's start, its TLS handshake and rsync's connection. The image is on every node
+ * already (imagePullPolicy Never): no pull is in the figure.
  */
 import { type Dirent, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -65,12 +67,13 @@ export async function runFirstByteBench(options: FirstByteOptions): Promise<Firs
 
   const events = new Map<string, number>();
   let t0 = 0;
-  const mark = (what: string) => {
-    if (t0 && !events.has(what)) events.set(what, Date.now() - t0);
+  const mark = (what: string, at = Date.now()) => {
+    if (t0 && !events.has(what)) events.set(what, at - t0);
   };
+  const pods = new Map<string, { kc: KubeConfig; name: string; containers: string[] }>();
   const watches = await Promise.all([
-    watchPods(source.kubeConfig(), `/api/v1/namespaces/${BENCH_PVC_NAMESPACE}/pods`, mark),
-    watchPods(destination.kubeConfig(), "/api/v1/pods", mark),
+    watchPods(source.kubeConfig(), `/api/v1/namespaces/${BENCH_PVC_NAMESPACE}/pods`, mark, pods),
+    watchPods(destination.kubeConfig(), "/api/v1/pods", mark, pods),
     watchClaims(destination.kubeConfig(), mark),
   ]);
   const relay = new Relay({
@@ -96,6 +99,9 @@ export async function runFirstByteBench(options: FirstByteOptions): Promise<Firs
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
     mark("FIRST BYTE on the destination volume");
+    for (const [label, pod] of pods)
+      for (const container of pod.containers)
+        for (const line of await logLines(pod.kc, pod.name, container)) mark(`${label}, ${container} log: ${line.text}`, line.at);
     const seconds = (events.get("FIRST BYTE on the destination volume") ?? 0) / 1000;
     await completed(source.kubeConfig(), "first-byte");
     for (const row of buildTimingReport({ entries: await options.history(request.uid), now: Date.now(), itinerary: "VolumeMigration" }).rows) {
@@ -125,6 +131,8 @@ function breakdown(events: Map<string, number>, seconds: number): string[] {
   const serverRunning = at("rsync server pod: all containers running");
   const clientCreated = at("rsync client pod: created");
   const clientRunning = at("rsync client pod: all containers running");
+  const clientTunnel = at("rsync client pod, stunnel log:");
+  const connected = [...events].find(([what]) => what.startsWith("rsync server pod, rsync log:") && what.includes("connect from"))?.[1];
   return [
     "breakdown:",
     ...span("DVM create to CreateRsyncTransferPods (the API phases before the pods)", 0, transferPods),
@@ -133,10 +141,37 @@ function breakdown(events: Map<string, number>, seconds: number): string[] {
     ...span("server pod running to the client pod's create (the wait phase ends, RunRsyncOperations starts)", serverRunning, clientCreated),
     ...span("rsync client pod: created to all containers running", clientCreated, clientRunning),
     ...span("client running to the first byte (stunnel listening, TLS 1.3 handshake, rsync's file list)", clientRunning, seconds * 1000),
+    ...span(
+      "  of which: the client's stunnel logging its start to the daemon's 'connect from' (the wait for stunnel, TLS 1.3 across the nodes)",
+      clientTunnel,
+      connected,
+    ),
+    ...span("  of which: the daemon's 'connect from' to the first byte (rsync's handshake, file list, first file)", connected, seconds * 1000),
   ];
 }
 
-type Mark = (what: string) => void;
+type Mark = (what: string, at?: number) => void;
+
+/**
+ * The first lines of a container's log, each with the runtime's timestamp; rsync's progress lines and
+ * stunnel's start-up banner (its "[ui]" lines after the first) left out.
+ */
+async function logLines(kc: KubeConfig, name: string, container: string): Promise<{ at: number; text: string }[]> {
+  const text = await kc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedPodLog({ name, namespace: BENCH_PVC_NAMESPACE, container, timestamps: true, limitBytes: 16_384 })
+    .catch(() => "");
+  const lines: { at: number; text: string }[] = [];
+  for (const line of String(text).split("\n")) {
+    // "2026-12-03T15:20:01.123456789Z text": milliseconds are what Date parses.
+    const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z (.*)$/.exec(line);
+    if (!match || match[3]!.includes("\r") || match[3]!.trim() === "") continue;
+    if (match[3]!.includes("[ui]:") && lines.some((l) => l.text.includes("[ui]:"))) continue;
+    lines.push({ at: Date.parse(`${match[1]}${(match[2] ?? ".0").slice(0, 4)}Z`), text: match[3]!.slice(0, 120) });
+    if (lines.length >= 10) break;
+  }
+  return lines;
+}
 
 const ROLE_NAMES: Record<string, string> = { [SERVER_ROLE]: "rsync server pod", [CLIENT_ROLE]: "rsync client pod" };
 
@@ -153,13 +188,17 @@ function podName(pod: WatchedPod): string | undefined {
   return undefined;
 }
 
-async function watchPods(kc: KubeConfig, path: string, mark: Mark): Promise<AbortController> {
+type TransferPods = Map<string, { kc: KubeConfig; name: string; containers: string[] }>;
+
+async function watchPods(kc: KubeConfig, path: string, mark: Mark, transferPods: TransferPods): Promise<AbortController> {
   return new Watch(kc).watch(
     path,
     {},
-    (type, pod: WatchedPod) => {
+    (type, pod: WatchedPod & { spec?: { containers?: { name: string }[] } }) => {
       const name = podName(pod);
       if (!name) return;
+      if (pod.metadata?.namespace === BENCH_PVC_NAMESPACE && pod.metadata.name)
+        transferPods.set(name, { kc, name: pod.metadata.name, containers: (pod.spec?.containers ?? []).map((c) => c.name) });
       if (type === "DELETED") return mark(`${name}: deleted`);
       mark(`${name}: created`);
       if (pod.spec?.nodeName) mark(`${name}: scheduled`);

@@ -99,7 +99,7 @@ export async function runSmallFilesBench(options: SmallFilesOptions): Promise<Sm
   };
   const f = (n: number) => n.toFixed(0);
   log(
-    `  ours, data phase (RunRsyncOperations, pod start included): ${f(result.phaseFilesPerSecond)} files/s (${ours.phaseSeconds.toFixed(1)} s); rsync's session: ${sessionSeconds ? `${f(rate(sessionSeconds))} files/s (${sessionSeconds.toFixed(1)} s)` : "no elapsed time in its log"}`,
+    `  ours, data phase (RunRsyncOperations, pod start included): ${f(result.phaseFilesPerSecond)} files/s (${ours.phaseSeconds.toFixed(1)} s); rsync's session (its own elapsed time, in whole seconds): ${sessionSeconds ? `${f(rate(sessionSeconds))} files/s (${sessionSeconds.toFixed(1)} s)` : "no elapsed time in its log"}`,
   );
   log(`  plain rsync daemon <- rsync between the same two network namespaces: ${f(result.plainFilesPerSecond)} files/s (${plain.seconds.toFixed(1)} s)`);
   log(

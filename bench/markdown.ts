@@ -71,14 +71,19 @@ export function renderBenchmarks(run: BenchRun): string {
       case "relay":
       case "ledger":
       case "datapath":
-      case "nodes":
       case "bundle":
         out.push(...verbatim(name, o));
+        break;
+      case "nodes":
+        out.push(NODES_INTRO, "", ...verbatim(name, o));
         break;
     }
   }
   return `${out.join("\n").trimEnd()}\n`;
 }
+
+const NODES_INTRO =
+  "Two node-mode clusters of two nodes each, real pods, local-path storage (`bench/nodes.ts`). In order: the **time to first byte** of a small one-PVC migration, from the DVM's create to the first byte on the destination volume (polled every 20 ms on the node's disk), driven by the real relay, with the timeline of phases (from the ledger), pod starts and volume provisioning (from watches of both clusters) and the spans they add up to (`bench/firstByte.ts`); the 1 GiB data phase of a whole migration against plain rsync between the same network namespaces, for a file system and for a Block volume; **many small files** (`DVM_BENCH_SMALL_FILES` files of 4 KiB, default 100,000): files per second of ours (data phase, and rsync's own session) against plain rsync, and the peak memory (VmHWM) of each side's rsync processes (`bench/smallFiles.ts`); last, the relay as a pod (`bench/relayPod.ts`).";
 
 function seedSection(run: BenchRun): string[] {
   const s = run.seed;

@@ -11,28 +11,29 @@
  * rsync run in the source node's namespace with the same arguments our client uses, no TLS, no pods.
  * Then a Block volume of the same size (random content on a loop device, a local PV on each node) moves
  * the same way, as the device's content, for the Block / file system ratio through the tunnel.
- * MB/s is 10^6 bytes of data set per second. Last, on the same clusters, the relay as a pod
- * (bench/relayPod.ts): its image, its two replicas Ready, and the takeover after the leader pod is
+ * MB/s is 10^6 bytes of data set per second. Before the 1 GiB runs, the time to first byte of a small
+ * migration with its breakdown (bench/firstByte.ts); after them, many small files, ours against plain
+ * with the rsync processes' peak memory (bench/smallFiles.ts). Last, on the same clusters, the relay as
+ * a pod (bench/relayPod.ts): its image, its two replicas Ready, and the takeover after the leader pod is
  * force-deleted mid-migration.
  *
- *   npx tsx bench/nodes.ts                  # 1 GiB
- *   DVM_BENCH_NODES_MIB=256 npx tsx bench/nodes.ts
+ *   npx tsx bench/nodes.ts                  # 1 GiB, 100,000 small files
+ *   DVM_BENCH_NODES_MIB=256 DVM_BENCH_SMALL_FILES=10000 npx tsx bench/nodes.ts
  */
 
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { createLedgerClient, ensureLedgerTable } from "../src/aws/ledger";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/aws/ledger";
 import { createPhaseRunner } from "../src/aws/phaseRunner";
 import { LABEL } from "../src/contracts/labels";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
-import { DVM_API_VERSION, DVM_KIND } from "../src/dvm/types";
-import { KINDS } from "../src/kube/objects";
+import { KINDS, type PodObject } from "../src/kube/objects";
 import { writeDataset } from "../src/local/demoData";
 import { startDynamoLocal } from "../src/local/dynamoLocal";
 import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
@@ -41,12 +42,16 @@ import { ensureNodeImages } from "../src/local/nodes/images";
 import { provisionedOn } from "../src/local/nodes/localPath";
 import { volumeFolder } from "../src/local/nodes/volumes";
 import { PHASE_BODIES } from "../src/phases";
+import { SERVER_ROLE } from "../src/phases/endpoint";
 import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
 import type { PhaseBody } from "../src/phases/types";
 import { parseRsyncProgress } from "../src/transfer/progress";
 import { rsyncClientArgs } from "../src/transfer/rsyncClient";
 import { envNumber } from "./env";
+import { type FirstByteResult, runFirstByteBench } from "./firstByte";
+import { createBenchDvm } from "./nodeDvm";
 import { type RelayPodBenchResult, runRelayPodBench } from "./relayPod";
+import { type MigrationRun, type PlainRun, runSmallFilesBench, type SmallFilesResult } from "./smallFiles";
 
 export interface NodesBenchResult {
   bytes: number;
@@ -60,6 +65,8 @@ export interface NodesBenchResult {
   blockPhaseSeconds: number;
   blockPhaseMBps: number;
   blockSessionMBps: number;
+  firstByte: FirstByteResult;
+  smallFiles: SmallFilesResult;
   relayPod: RelayPodBenchResult;
 }
 
@@ -69,12 +76,14 @@ interface DataPhaseTiming {
   firstEntry?: number;
   advancedAt?: number;
   clientLog: string;
+  cgroupMarks: MigrationRun["cgroupMarks"];
 }
 const mbps = (bytes: number, seconds: number) => bytes / 1e6 / seconds;
 
-export async function runNodesBench(options: { mib?: number; log?: (line: string) => void } = {}): Promise<NodesBenchResult> {
+export async function runNodesBench(options: { mib?: number; smallFiles?: number; log?: (line: string) => void } = {}): Promise<NodesBenchResult> {
   const log = options.log ?? ((line: string) => console.log(line));
   const mib = options.mib ?? envNumber("DVM_BENCH_NODES_MIB", 1024);
+  const smallFiles = options.smallFiles ?? envNumber("DVM_BENCH_SMALL_FILES", 100_000);
   const images = await ensureNodeImages({ onProgress: () => {} });
   const nodes = await startNodeClusters({ names: ["source", "destination"], images });
   const dynamo = await startDynamoLocal();
@@ -107,7 +116,8 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
     });
     await ensureLedgerTable(client, table);
     const bodies = Object.fromEntries(EXECUTABLE_PHASES.map((phase) => [phase, PHASE_BODIES[phase]])) as Record<ExecutablePhaseName, PhaseBody>;
-    let timing: DataPhaseTiming = { clientLog: "" };
+    const noPods = () => ({ client: [], server: [] });
+    let timing: DataPhaseTiming = { clientLog: "", cgroupMarks: noPods() };
     bodies.RunRsyncOperations = async (ctx) => {
       timing.firstEntry ??= performance.now();
       const outcome = await PHASE_BODIES.RunRsyncOperations(ctx);
@@ -115,6 +125,8 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
         timing.advancedAt = performance.now();
         const pods = await ctx.clusters.source.list(KINDS.Pod, "bench", { [LABEL.role]: CLIENT_ROLE });
         for (const pod of pods) timing.clientLog += await ctx.clusters.source.podLogs("bench", pod.metadata.name, "rsync", 200);
+        const servers = await ctx.clusters.destination.list(KINDS.Pod, "bench", { [LABEL.role]: SERVER_ROLE });
+        timing.cgroupMarks = { client: pods.flatMap(cgroupMarks), server: servers.flatMap(cgroupMarks) };
       }
       return outcome;
     };
@@ -126,36 +138,10 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       leaseMs: 600_000,
       policy: { ...DEFAULT_MIGRATION_POLICY, defaultTransferImage: images.transferImage },
     });
-    /** One whole migration of bench/<pvc>; its data phase's wall time and rsync's closing rate. */
-    const migrate = async (name: string, pvc: string, storageClass: string) => {
-      timing = { clientLog: "" };
-      const dvm = (await source
-        .kubeConfig()
-        .makeApiClient(CustomObjectsApi)
-        .createNamespacedCustomObject({
-          group: "migration.openshift.io",
-          version: "v1alpha1",
-          namespace: "dvm-system",
-          plural: "directvolumemigrations",
-          body: {
-            apiVersion: DVM_API_VERSION,
-            kind: DVM_KIND,
-            metadata: { name, namespace: "dvm-system" },
-            spec: {
-              destinationCluster: { kubeconfigSecretRef: { name: "destination" } },
-              persistentVolumeClaims: [{ name: pvc, namespace: "bench", targetStorageClass: storageClass, targetAccessModes: ["ReadWriteOnce"] }],
-              endpointType: "NodePort",
-              runAsRoot: true,
-            },
-          },
-        })) as { metadata: { uid: string; name: string; namespace: string; generation: number; resourceVersion: string } };
-      const request = {
-        uid: dvm.metadata.uid,
-        namespace: "dvm-system",
-        name,
-        generation: dvm.metadata.generation,
-        resourceVersion: dvm.metadata.resourceVersion,
-      };
+    /** One whole migration of bench/<pvc>; its data phase's wall time and rsync's closing statistics. */
+    const migrate = async (name: string, pvc: string, storageClass: string): Promise<MigrationRun & { sessionMBps: number }> => {
+      timing = { clientLog: "", cgroupMarks: noPods() };
+      const request = await createBenchDvm(source.kubeConfig(), name, pvc, storageClass);
       for (let step = 0; step < 2_000; step++) {
         const result = await runner.run(request);
         if (result.kind === "finished" || result.kind === "gone") break;
@@ -164,12 +150,24 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
         // stands in for it by polling at most every 250 ms instead of waiting out the requeue delay.
         await new Promise((resolve) => setTimeout(resolve, Math.min(delay, 250)));
       }
-      const { firstEntry, advancedAt, clientLog } = timing;
+      const { firstEntry, advancedAt, clientLog, cgroupMarks } = timing;
       if (firstEntry === undefined || advancedAt === undefined) throw new Error(`migration ${name} did not complete its data phase`);
       const session = parseRsyncProgress(clientLog);
       if (!session.averageBytesPerSecond) throw new Error(`no closing statistics in the client's log:\n${clientLog.slice(-500)}`);
-      return { phaseSeconds: (advancedAt - firstEntry) / 1000, sessionMBps: session.averageBytesPerSecond / 1e6 };
+      return { phaseSeconds: (advancedAt - firstEntry) / 1000, sessionMBps: session.averageBytesPerSecond / 1e6, session, cgroupMarks };
     };
+
+    // Time to first byte first, with nothing else of this run on the machine; the relay drives it.
+    const ledger = new DynamoPhaseLedger({ client, tableName: table });
+    const firstByte = await runFirstByteBench({
+      source,
+      destination,
+      storageClass: "standard",
+      run: (request) => runner.run(request),
+      history: (uid) => ledger.history(uid),
+      log,
+    });
+    log("");
 
     // Ours: a whole migration, timing the data phase and keeping the client's own closing statistics.
     const files = await migrate("bench", "data", "standard");
@@ -213,13 +211,20 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
     );
     try {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      // Our client's arguments, pointed at the plain daemon; the source as the node sees it.
-      const inNode = folder.replace(`/proc/${source.node.holderPid}/root`, "");
-      const args = rsyncClientArgs({ sourcePath: inNode, module: "plain", user: "bench", host: destination.node.nodeIp, port, preserveOwnership: true });
-      const t0 = performance.now();
-      await run("nsenter", [`--target=${source.node.holderPid}`, "--mount", "--net", "--", "rsync", ...args]);
-      const plainSeconds = (performance.now() - t0) / 1000;
-      const result: Omit<NodesBenchResult, "relayPod"> = {
+      /** Our client's arguments, pointed at the plain daemon's emptied folder; the source as the node sees it. */
+      const plain = async (sourceFolder: string): Promise<PlainRun> => {
+        rmSync(join(plainRoot, "data"), { recursive: true, force: true });
+        mkdirSync(join(plainRoot, "data"));
+        const inNode = sourceFolder.replace(`/proc/${source.node.holderPid}/root`, "");
+        const args = rsyncClientArgs({ sourcePath: inNode, module: "plain", user: "bench", host: destination.node.nodeIp, port, preserveOwnership: true });
+        const t0 = performance.now();
+        let clientPid = 0;
+        // nsenter enters no pid namespace, so it execs rsync in its own process: the pid is the client's.
+        await run("nsenter", [`--target=${source.node.holderPid}`, "--mount", "--net", "--", "rsync", ...args], (pid) => (clientPid = pid));
+        return { seconds: (performance.now() - t0) / 1000, clientPid, daemonPid: daemon.pid ?? 0 };
+      };
+      const plainSeconds = (await plain(folder)).seconds;
+      const result: Omit<NodesBenchResult, "relayPod" | "firstByte" | "smallFiles"> = {
         bytes: data.bytes,
         files: data.files,
         phaseSeconds,
@@ -243,8 +248,18 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
       log(
         `ratio, Block / file system through the tunnel: data phase ${(result.blockPhaseMBps / result.phaseMBps).toFixed(2)}, rsync session ${(result.blockSessionMBps / result.rsyncSessionMBps).toFixed(2)}`,
       );
+      log("");
+      const small = await runSmallFilesBench({
+        source,
+        storageClass: "standard",
+        files: smallFiles,
+        migrate: (name, pvc) => migrate(name, pvc, "standard"),
+        plain,
+        log,
+      });
+      log("");
       const relayPod = await runRelayPodBench({ nodes, dynamoEndpoint: dynamo.endpoint, log });
-      return { ...result, relayPod };
+      return { ...result, firstByte, smallFiles: small, relayPod };
     } finally {
       daemon.kill("SIGKILL");
     }
@@ -254,9 +269,18 @@ export async function runNodesBench(options: { mib?: number; log?: (line: string
   }
 }
 
-function run(command: string, args: string[]): Promise<void> {
+/** What names a pod's processes in their cgroup paths: its uid (the kubelet's pod cgroups) and its containers' ids (containerd's own, without pod cgroups, as here). */
+function cgroupMarks(pod: PodObject): string[] {
+  // The API's containerStatuses carry containerID ("containerd://<id>"); the project's type leaves it out.
+  const statuses = (pod.status?.containerStatuses ?? []) as { containerID?: string }[];
+  const ids = statuses.flatMap((c) => (c.containerID ? [c.containerID.replace(/^[a-z]+:\/\//, "")] : []));
+  return [...(pod.metadata.uid ? [pod.metadata.uid] : []), ...ids];
+}
+
+function run(command: string, args: string[], onSpawn?: (pid: number) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+    if (child.pid !== undefined) onSpawn?.(child.pid);
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     child.on("error", reject);

@@ -14,7 +14,8 @@
  * DVM_BENCH_SCALE_DVMS (200), DVM_BENCH_SCALE_PVCS (10), DVM_BENCH_SCALE_CONCURRENCY (the relay's, 16),
  * DVM_BENCH_SCALE_BASELINE (1; 0 leaves the baseline out); DVM_BENCH_RELAY_MEMORY_DVMS (50,200,1000);
  * DVM_BENCH_LEDGER_PHASES (1000), DVM_BENCH_DATAPATH_MIB (1024), DVM_BENCH_DATAPATH_ROUNDS (3) and
- * DVM_BENCH_DATAPATH_PATHS (plain,ours,volsync,pv-migrate; the data path bench needs root), DVM_BENCH_NODES_MIB (1024; node mode, needs root). DVM_BENCH_OUTPUT: where to write
+ * DVM_BENCH_DATAPATH_PATHS (plain,ours,volsync,pv-migrate; the data path bench needs root), DVM_BENCH_NODES_MIB (1024; node mode, needs root)
+ * and DVM_BENCH_SMALL_FILES (100000: the nodes section's many-small-files run, files of 4 KiB). DVM_BENCH_OUTPUT: where to write
  * (BENCHMARKS.md).
  */
 import { execFileSync } from "node:child_process";
@@ -183,7 +184,7 @@ async function main(): Promise<void> {
         break;
       case "nodes":
         await section(name, async (log) => {
-          await runNodesBench({ mib: envNumber("DVM_BENCH_NODES_MIB", 1024), log });
+          await runNodesBench({ mib: envNumber("DVM_BENCH_NODES_MIB", 1024), smallFiles: envNumber("DVM_BENCH_SMALL_FILES", 100_000), log });
           return undefined;
         });
         break;

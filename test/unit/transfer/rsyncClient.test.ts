@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { clientScript, rsyncClientArgs, STUNNEL_WAIT_TIMEOUT_EXIT_CODE } from "../../../src/transfer/rsyncClient";
+import { clientScript, rsyncClientArgs, STUNNEL_WAIT_POLL_SECONDS, STUNNEL_WAIT_TIMEOUT_EXIT_CODE } from "../../../src/transfer/rsyncClient";
 
 const base = { sourcePath: "/mnt/source", module: "pvc-0123456789abcdef", user: "dvm", port: 6443 };
 
@@ -149,11 +149,11 @@ describe("clientScript", () => {
   }
 
   let stderr = "";
-  function run(script: string): Promise<number> {
+  function run(script: string, binFirst?: string): Promise<number> {
     stderr = "";
     return new Promise((resolve) => {
       const child = spawn("/bin/bash", ["-c", script], {
-        env: { PATH: process.env.PATH ?? "", RSYNC_PASSWORD: "from-env" },
+        env: { PATH: `${binFirst ? `${binFirst}:` : ""}${process.env.PATH ?? ""}`, RSYNC_PASSWORD: "from-env" },
         stdio: ["ignore", "ignore", "pipe"],
       });
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
@@ -186,6 +186,37 @@ describe("clientScript", () => {
     const script = clientScript({ args: ["x"], rsyncBinary: fakeRsync(0), waitPort: 1, waitSeconds: 1, doneFile: done, errorFile: join(dir, "err-timeout") });
     expect(await run(script)).toBe(STUNNEL_WAIT_TIMEOUT_EXIT_CODE);
     expect(existsSync(done)).toBe(true);
+  });
+
+  /**
+   * A stand-in `sleep` first on the PATH that records what it was asked and returns at once (refusing
+   * fractions when `wholeSecondsOnly`); nothing listens, so the script polls until waitSeconds.
+   */
+  async function sleepsAsked(name: string, wholeSecondsOnly: boolean): Promise<string[]> {
+    const bin = join(dir, `bin-${name}`);
+    const record = join(dir, `sleeps-${name}`);
+    mkdirSync(bin);
+    writeFileSync(join(bin, "sleep"), `#!/bin/sh\n${wholeSecondsOnly ? 'case "$1" in *.*) exit 1;; esac\n' : ""}echo "$1" >> ${record}\n`);
+    chmodSync(join(bin, "sleep"), 0o755);
+    const script = clientScript({
+      args: ["x"],
+      rsyncBinary: fakeRsync(0),
+      waitPort: 1,
+      waitSeconds: 1,
+      doneFile: join(dir, `done-${name}`),
+      errorFile: join(dir, `err-${name}`),
+    });
+    expect(await run(script, bin)).toBe(STUNNEL_WAIT_TIMEOUT_EXIT_CODE);
+    return [...new Set(readFileSync(record, "utf8").trim().split("\n"))];
+  }
+
+  it("checks for the stunnel sidecar every tenth of a second, not every second (the first byte waited up to 1 s for it)", async () => {
+    expect(await sleepsAsked("fraction", false)).toEqual([String(STUNNEL_WAIT_POLL_SECONDS)]);
+    expect(STUNNEL_WAIT_POLL_SECONDS).toBeLessThan(1);
+  });
+
+  it("falls back to whole seconds where sleep takes no fraction, instead of spinning", async () => {
+    expect(await sleepsAsked("whole", true)).toEqual(["1"]);
   });
 
   it("contains no password and refuses bad input", () => {

@@ -179,11 +179,12 @@ async function startVolume(ctx: PhaseContext, pair: VolumePair): Promise<VolumeR
 
 /** The volume's transfer so far, from its client pods (at least one, with an attempt label). */
 async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, pods: PodObject[]): Promise<VolumeReport> {
-  const { source } = ctx.clusters;
   const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0]!;
   const attempt = attemptOf(latest);
   const report = { pair, attempt, pod: latest.metadata.name };
   const checksum = rsyncOptionsFor(ctx.transfer, pair).verify;
+  const lost = lostAttempt(latest);
+  if (lost) return attempt >= limit ? { ...report, state: "failed", error: lost } : nextAttempt(ctx, pair, pods, report, lost);
   switch (latest.status?.phase) {
     case "Succeeded": {
       const recorded = recordedResult(ctx, pair, attempt);
@@ -208,18 +209,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       // A failure the next attempt would repeat ends the volume now, not after backOffLimit attempts.
       const retry = rsyncRetry(rsyncTermination(latest)?.exitCode, rsyncTermination(latest)?.message ?? "");
       if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry) };
-      // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
-      // or the retries would burn out against a closed port.
-      const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
-      if (server !== "running")
-        return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
-      const next = await clientPodFor(ctx, pair, attempt + 1);
-      await source.ensure(next);
-      // Only once the next attempt exists: the newest pod always records how far the retries got.
-      for (const old of pods.filter((p) => attemptOf(p) <= attempt))
-        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name }, old.metadata.uid ? { uid: old.metadata.uid } : {});
-      ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
-      return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
+      return nextAttempt(ctx, pair, pods, report, error);
     }
     case "Running": {
       const progress = await readProgress(ctx, latest);
@@ -231,6 +221,47 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
     default:
       return { ...report, state: "unknown" };
   }
+}
+
+/**
+ * Why an attempt will not end by itself: its client pod is being deleted before it finished. The
+ * controller deletes only finished attempts, so someone else did: the taint manager evicting it from a
+ * node that stopped answering (after the pod's toleration of node.kubernetes.io/unreachable, 300 s by
+ * default), a drain, a user. On a node that never comes back such a pod stays Terminating and Running
+ * for ever, so it is not waited for: the next attempt starts (it runs once the volume's node can take it).
+ */
+function lostAttempt(pod: PodObject): string | undefined {
+  const phase = pod.status?.phase;
+  if (!pod.metadata.deletionTimestamp || phase === "Succeeded" || phase === "Failed") return undefined;
+  const node = pod.spec?.nodeName ? ` on node ${pod.spec.nodeName}` : "";
+  const disruption = pod.status?.conditions?.find((c) => c.type === "DisruptionTarget" && c.status === "True");
+  const why = disruption ? ` (${[disruption.reason, disruption.message].filter(Boolean).join(": ")})` : "";
+  // The condition's message is the cluster's free text: bounded before it enters a record.
+  return truncateUtf8(`the rsync client pod ${pod.metadata.name}${node} was deleted before it finished${why}`, MAX_ERROR_TEXT_BYTES);
+}
+
+/** Starts attempt + 1 of a volume whose attempt failed or was lost with `error`, once its server runs. */
+async function nextAttempt(
+  ctx: PhaseContext,
+  pair: VolumePair,
+  pods: PodObject[],
+  report: Pick<VolumeReport, "pair" | "attempt" | "pod">,
+  error: string,
+): Promise<VolumeReport> {
+  const { source } = ctx.clusters;
+  const { attempt } = report;
+  // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
+  // or the retries would burn out against a closed port.
+  const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
+  if (server !== "running")
+    return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
+  const next = await clientPodFor(ctx, pair, attempt + 1);
+  await source.ensure(next);
+  // Only once the next attempt exists: the newest pod always records how far the retries got.
+  for (const old of pods.filter((p) => attemptOf(p) <= attempt && !p.metadata.deletionTimestamp))
+    await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name }, old.metadata.uid ? { uid: old.metadata.uid } : {});
+  ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
+  return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
 }
 
 /** The figures and the verification report of an attempt that ended, from its log. */

@@ -1,6 +1,6 @@
 /** RunRsyncOperations with a failure the next attempt would repeat: one attempt, the daemon's reason. */
 import { describe, expect, it } from "vitest";
-import { KINDS } from "../../../src/kube/objects";
+import { KINDS, type PodObject } from "../../../src/kube/objects";
 import { createRsyncEndpoint } from "../../../src/phases/endpoint";
 import { clientPodName, transferNames } from "../../../src/phases/names";
 import { createPVProgressCRs } from "../../../src/phases/progressRecords";
@@ -60,5 +60,37 @@ describe("RunRsyncOperations and a failure that cannot change", () => {
       failedWith(5, "rsync: did not see server greeting\nrsync error: error starting client-server protocol (code 5)"),
     );
     expect(await runRsyncOperations(ctx)).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 2 }] } });
+  });
+});
+
+describe("RunRsyncOperations and a client pod lost with its node", () => {
+  const evicted = (cluster: FakeCluster, name: string) =>
+    cluster.mutate({ ...KINDS.Pod, namespace: "shop", name }, (object) => {
+      const pod = object as PodObject;
+      pod.metadata.deletionTimestamp = "2026-12-03T15:00:00Z";
+      pod.spec = { ...pod.spec, nodeName: "source-node-2" };
+      pod.status = {
+        phase: "Running",
+        conditions: [{ type: "DisruptionTarget", status: "True", reason: "DeletionByTaintManager", message: "Taint manager: deleting due to NoExecute taint" }],
+      };
+    });
+
+  it("does not wait for a client pod that is being deleted before it finished: the next attempt starts, with the reason", async () => {
+    const { ctx, source, client } = await firstAttempt();
+    evicted(source, client);
+    const next = await runRsyncOperations(ctx);
+    expect(next).toMatchObject({ kind: "wait", status: { rsyncOperations: [{ currentAttempt: 2 }] } });
+    expect(await source.get({ ...KINDS.Pod, namespace: "shop", name: clientPodName(ctx.dvm, ctx.volumes[0]!, 2) })).toBeDefined();
+  });
+
+  it("fails the volume naming the node and the eviction once the lost attempt was the last one", async () => {
+    const { ctx, source, client } = await firstAttempt({ backOffLimit: 1 });
+    evicted(source, client);
+    const failed = await runRsyncOperations(ctx);
+    expect(failed.kind).toBe("fail");
+    const [error] = failed.kind === "fail" ? failed.errors : [];
+    expect(error).toContain(
+      `failed after 1 attempt: the rsync client pod ${client} on node source-node-2 was deleted before it finished (DeletionByTaintManager: Taint manager: deleting due to NoExecute taint)`,
+    );
   });
 });

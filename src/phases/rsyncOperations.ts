@@ -14,6 +14,7 @@ import { truncateUtf8 } from "../textBounds";
 import {
   liveFigures,
   moduleNameFor,
+  onlyRootFolderAttributesFailed,
   parseRsyncProgress,
   type RsyncProgress,
   rsyncClientPod,
@@ -44,6 +45,8 @@ export const RSYNC_VANISHED_EXIT_CODE = 24;
  * script prints last), e.g. the "file has vanished" lines of a large volume.
  */
 const FINISHED_LOG_LINES = 10_000;
+/** What the client script keeps of rsync's error lines as the termination message (rsyncClient.ts). */
+const TERMINATION_MESSAGE_BYTES = 4_096;
 
 /** "queued": no client pod yet, because spec.transfer.maxConcurrentVolumes others are in flight. */
 type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown" | "queued";
@@ -62,6 +65,8 @@ interface VolumeReport {
   error?: string;
   /** The transfer ended with exit code 24: files vanished; how many, when rsync's output says. */
   vanished?: { count: number | undefined };
+  /** Exit code 23 for the destination root folder's own times or mode only: everything inside arrived. */
+  rootFolderAttributes?: true;
 }
 
 export function backOffLimit(ctx: Pick<PhaseContext, "spec">): number {
@@ -193,7 +198,14 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       return { ...report, state: "succeeded", progress, ...endOf(progress, checksum) };
     }
     case "Failed": {
-      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest, checksum);
+      const terminated = rsyncTermination(latest);
+      if (terminated?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest, checksum);
+      const message = terminated?.message ?? "";
+      if (onlyRootFolderAttributesFailed(terminated?.exitCode, message, Buffer.byteLength(message) < TERMINATION_MESSAGE_BYTES)) {
+        ctx.log.info("rsync could not set the destination root folder's times or mode; everything in it arrived", { pvc: formatPvc(pair.from) });
+        const progress: RsyncProgress = { ...(await readProgress(ctx, latest, FINISHED_LOG_LINES)), percent: 100, finished: true };
+        return { ...report, state: "succeeded", progress, ...endOf(progress, checksum), rootFolderAttributes: true };
+      }
       const error = terminationMessage(latest);
       const progress = await readProgress(ctx, latest, FINISHED_LOG_LINES);
       const ended = endOf(progress, checksum);
@@ -208,7 +220,7 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
         };
       // A failure the next attempt would repeat ends the volume now, not after backOffLimit attempts.
       const retry = rsyncRetry(rsyncTermination(latest)?.exitCode, rsyncTermination(latest)?.message ?? "");
-      if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry) };
+      if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry, latest) };
       return nextAttempt(ctx, pair, pods, report, error);
     }
     case "Running": {
@@ -321,6 +333,25 @@ export function vanishedWarning(reports: readonly Pick<VolumeReport, "pair" | "v
   };
 }
 
+/**
+ * One Warn condition naming every PVC whose copy is complete but for its destination root folder's own
+ * times or mode, which only that folder's owner may set (an unprivileged daemon on a volume it did not make).
+ */
+export function rootFolderWarning(reports: readonly Pick<VolumeReport, "pair" | "rootFolderAttributes">[]): ConditionInput | undefined {
+  const affected = reports.filter((r) => r.rootFolderAttributes);
+  if (affected.length === 0) return undefined;
+  return {
+    type: CONDITION.RsyncRootFolderAttributesNotSet,
+    status: "True",
+    category: "Warn",
+    reason: "RootFolderNotOwned",
+    message:
+      `rsync exit code 23 for the destination volume's root folder only: its modification time or mode could not be set by the transfer pods' user, which does not own it; every file and folder in it was copied: ` +
+      `${affected.map((r) => `${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)}`).join("; ")}. Set spec.transferIdentity (or, in an admin namespace, spec.runAsRoot) to keep them too`,
+    durable: true,
+  };
+}
+
 function podProgress(report: VolumeReport): PodProgress {
   const p = report.progress;
   return {
@@ -416,7 +447,7 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
   const reports = await driveVolumes(ctx);
   await mapConcurrently(reports, VOLUME_POLL_CONCURRENCY, (report) => recordProgress(ctx, report), ctx.lease?.signal);
   const status = statusOf(reports);
-  const vanished = vanishedWarning(reports);
+  const endWarnings = [vanishedWarning(reports), rootFolderWarning(reports)].filter((w): w is ConditionInput => w !== undefined);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
   if (open.length > 0) {
     const pendingTooLong = ctx.clock.now() - runningSince(ctx.status, ctx.clock) > PENDING_WARN_AFTER_MS && reports.some((r) => r.state === "pending");
@@ -436,7 +467,7 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       : [];
     const queued = open.filter((r) => r.state === "queued").length;
     const reason = `${open.length - queued} of ${reports.length} volumes transferring${queued > 0 ? `, ${queued} queued (spec.transfer.maxConcurrentVolumes ${ctx.transfer.maxConcurrentVolumes})` : ""}`;
-    return wait(reason, { status, warnings: vanished ? [...warnings, vanished] : warnings });
+    return wait(reason, { status, warnings: [...warnings, ...endWarnings] });
   }
   const failed = reports.filter((r) => r.state === "failed");
   if (failed.length > 0) {
@@ -444,12 +475,12 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       kind: "fail",
       category: "Critical",
       status,
-      ...(vanished ? { warnings: [vanished] } : {}),
+      ...(endWarnings.length > 0 ? { warnings: endWarnings } : {}),
       errors: failed.map(
         (r) =>
           `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempt${r.attempt === 1 ? "" : "s"}: ${r.error}`,
       ),
     };
   }
-  return vanished ? { kind: "advance", status, warnings: [vanished] } : advance(status);
+  return endWarnings.length > 0 ? { kind: "advance", status, warnings: endWarnings } : advance(status);
 };

@@ -17,6 +17,8 @@ export const CONDITION = {
   StatusUnreadable: "StatusUnreadable",
   /** rsync finished but some source files vanished while it ran (exit code 24): a warning, not a failure. */
   RsyncFilesVanished: "RsyncFilesVanished",
+  /** rsync copied everything but the times or mode of a destination volume's root folder, which its unprivileged daemon may not set. */
+  RsyncRootFolderAttributesNotSet: "RsyncRootFolderAttributesNotSet",
   RsyncEndpointNotReady: "RsyncEndpointNotReady",
   RsyncTransferPodsPending: "RsyncTransferPodsPending",
   RsyncClientPodsPending: "RsyncClientPodsPending",

@@ -87,7 +87,13 @@ export interface ContainerStatus {
 
 export interface PodObject extends KubeObject {
   spec?: { nodeName?: string; restartPolicy?: string; [field: string]: unknown };
-  status?: { phase?: string; reason?: string; message?: string; containerStatuses?: ContainerStatus[] };
+  status?: {
+    phase?: string;
+    reason?: string;
+    message?: string;
+    containerStatuses?: ContainerStatus[];
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
 }
 
 export interface ServiceObject extends KubeObject {

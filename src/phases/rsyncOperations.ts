@@ -16,6 +16,7 @@ import { truncateUtf8 } from "../lib/textBounds";
 import {
   liveFigures,
   moduleNameFor,
+  onlyRootFolderAttributesFailed,
   parseRsyncProgress,
   type RsyncProgress,
   rsyncClientPod,
@@ -46,6 +47,8 @@ export const RSYNC_VANISHED_EXIT_CODE = 24;
  * script prints last), e.g. the "file has vanished" lines of a large volume.
  */
 const FINISHED_LOG_LINES = 10_000;
+/** What the client script keeps of rsync's error lines as the termination message (rsyncClient.ts). */
+const TERMINATION_MESSAGE_BYTES = 4_096;
 
 /** "queued": no client pod yet, because spec.transfer.maxConcurrentVolumes others are in flight. */
 type VolumeState = "succeeded" | "failed" | "running" | "pending" | "unknown" | "queued";
@@ -64,6 +67,8 @@ interface VolumeReport {
   error?: string;
   /** The transfer ended with exit code 24: files vanished; how many, when rsync's output says. */
   vanished?: { count: number | undefined };
+  /** Exit code 23 for the destination root folder's own times or mode only: everything inside arrived. */
+  rootFolderAttributes?: true;
 }
 
 export function backOffLimit(ctx: Pick<PhaseContext, "spec">): number {
@@ -181,11 +186,12 @@ async function startVolume(ctx: PhaseContext, pair: VolumePair): Promise<VolumeR
 
 /** The volume's transfer so far, from its client pods (at least one, with an attempt label). */
 async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, pods: PodObject[]): Promise<VolumeReport> {
-  const { source } = ctx.clusters;
   const latest = pods.sort((a, b) => attemptOf(b) - attemptOf(a))[0]!;
   const attempt = attemptOf(latest);
   const report = { pair, attempt, pod: latest.metadata.name };
   const checksum = rsyncOptionsFor(ctx.transfer, pair).verify;
+  const lost = lostAttempt(latest);
+  if (lost) return attempt >= limit ? { ...report, state: "failed", error: lost } : nextAttempt(ctx, pair, pods, report, lost);
   switch (latest.status?.phase) {
     case "Succeeded": {
       const recorded = recordedResult(ctx, pair, attempt);
@@ -194,7 +200,14 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
       return { ...report, state: "succeeded", progress, ...endOf(progress, checksum) };
     }
     case "Failed": {
-      if (rsyncTermination(latest)?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest, checksum);
+      const terminated = rsyncTermination(latest);
+      if (terminated?.exitCode === RSYNC_VANISHED_EXIT_CODE) return vanishedReport(ctx, report, latest, checksum);
+      const message = terminated?.message ?? "";
+      if (onlyRootFolderAttributesFailed(terminated?.exitCode, message, Buffer.byteLength(message) < TERMINATION_MESSAGE_BYTES)) {
+        ctx.log.info("rsync could not set the destination root folder's times or mode; everything in it arrived", { pvc: formatPvc(pair.from) });
+        const progress: RsyncProgress = { ...(await readProgress(ctx, latest, FINISHED_LOG_LINES)), percent: 100, finished: true };
+        return { ...report, state: "succeeded", progress, ...endOf(progress, checksum), rootFolderAttributes: true };
+      }
       const error = terminationMessage(latest);
       const progress = await readProgress(ctx, latest, FINISHED_LOG_LINES);
       const ended = endOf(progress, checksum);
@@ -209,19 +222,8 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
         };
       // A failure the next attempt would repeat ends the volume now, not after backOffLimit attempts.
       const retry = rsyncRetry(rsyncTermination(latest)?.exitCode, rsyncTermination(latest)?.message ?? "");
-      if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry) };
-      // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
-      // or the retries would burn out against a closed port.
-      const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
-      if (server !== "running")
-        return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
-      const next = await clientPodFor(ctx, pair, attempt + 1);
-      await source.ensure(next);
-      // Only once the next attempt exists: the newest pod always records how far the retries got.
-      for (const old of pods.filter((p) => attemptOf(p) <= attempt))
-        await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name }, old.metadata.uid ? { uid: old.metadata.uid } : {});
-      ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
-      return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
+      if (attempt >= limit || !retry.retry) return { ...report, state: "failed", ...ended, error: await finalRsyncError(ctx, pair, error, retry, latest) };
+      return nextAttempt(ctx, pair, pods, report, error);
     }
     case "Running": {
       const progress = await readProgress(ctx, latest);
@@ -233,6 +235,47 @@ async function driveVolume(ctx: PhaseContext, pair: VolumePair, limit: number, p
     default:
       return { ...report, state: "unknown" };
   }
+}
+
+/**
+ * Why an attempt will not end by itself: its client pod is being deleted before it finished. The
+ * controller deletes only finished attempts, so someone else did: the taint manager evicting it from a
+ * node that stopped answering (after the pod's toleration of node.kubernetes.io/unreachable, 300 s by
+ * default), a drain, a user. On a node that never comes back such a pod stays Terminating and Running
+ * for ever, so it is not waited for: the next attempt starts (it runs once the volume's node can take it).
+ */
+function lostAttempt(pod: PodObject): string | undefined {
+  const phase = pod.status?.phase;
+  if (!pod.metadata.deletionTimestamp || phase === "Succeeded" || phase === "Failed") return undefined;
+  const node = pod.spec?.nodeName ? ` on node ${pod.spec.nodeName}` : "";
+  const disruption = pod.status?.conditions?.find((c) => c.type === "DisruptionTarget" && c.status === "True");
+  const why = disruption ? ` (${[disruption.reason, disruption.message].filter(Boolean).join(": ")})` : "";
+  // The condition's message is the cluster's free text: bounded before it enters a record.
+  return truncateUtf8(`the rsync client pod ${pod.metadata.name}${node} was deleted before it finished${why}`, MAX_ERROR_TEXT_BYTES);
+}
+
+/** Starts attempt + 1 of a volume whose attempt failed or was lost with `error`, once its server runs. */
+async function nextAttempt(
+  ctx: PhaseContext,
+  pair: VolumePair,
+  pods: PodObject[],
+  report: Pick<VolumeReport, "pair" | "attempt" | "pod">,
+  error: string,
+): Promise<VolumeReport> {
+  const { source } = ctx.clusters;
+  const { attempt } = report;
+  // A lost server (deleted, evicted) is what failed the attempt: bring it back before the next one,
+  // or the retries would burn out against a closed port.
+  const server = await ensureServerPodRunning(ctx, serverGroupOf(ctx, pair));
+  if (server !== "running")
+    return { ...report, state: "pending", error: `${error}; waiting for the rsync server pod (${server}) before attempt ${attempt + 1}` };
+  const next = await clientPodFor(ctx, pair, attempt + 1);
+  await source.ensure(next);
+  // Only once the next attempt exists: the newest pod always records how far the retries got.
+  for (const old of pods.filter((p) => attemptOf(p) <= attempt && !p.metadata.deletionTimestamp))
+    await source.delete({ ...KINDS.Pod, namespace: pair.from.namespace, name: old.metadata.name }, old.metadata.uid ? { uid: old.metadata.uid } : {});
+  ctx.log.info("rsync attempt failed; retrying", { pvc: formatPvc(pair.from), attempt, error });
+  return { pair, attempt: attempt + 1, state: "pending", pod: next.metadata.name };
 }
 
 /** The figures and the verification report of an attempt that ended, from its log. */
@@ -288,6 +331,25 @@ export function vanishedWarning(reports: readonly Pick<VolumeReport, "pair" | "v
     category: "Warn",
     reason: "SourceFilesVanished",
     message: `rsync exit code 24 (files deleted while they were copied; everything else was transferred): ${parts.join("; ")}`,
+    durable: true,
+  };
+}
+
+/**
+ * One Warn condition naming every PVC whose copy is complete but for its destination root folder's own
+ * times or mode, which only that folder's owner may set (an unprivileged daemon on a volume it did not make).
+ */
+export function rootFolderWarning(reports: readonly Pick<VolumeReport, "pair" | "rootFolderAttributes">[]): ConditionInput | undefined {
+  const affected = reports.filter((r) => r.rootFolderAttributes);
+  if (affected.length === 0) return undefined;
+  return {
+    type: CONDITION.RsyncRootFolderAttributesNotSet,
+    status: "True",
+    category: "Warn",
+    reason: "RootFolderNotOwned",
+    message:
+      `rsync exit code 23 for the destination volume's root folder only: its modification time or mode could not be set by the transfer pods' user, which does not own it; every file and folder in it was copied: ` +
+      `${affected.map((r) => `${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)}`).join("; ")}. Set spec.transferIdentity (or, in an admin namespace, spec.runAsRoot) to keep them too`,
     durable: true,
   };
 }
@@ -387,7 +449,7 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
   const reports = await driveVolumes(ctx);
   await mapConcurrently(reports, VOLUME_POLL_CONCURRENCY, (report) => recordProgress(ctx, report), ctx.lease?.signal);
   const status = statusOf(reports);
-  const vanished = vanishedWarning(reports);
+  const endWarnings = [vanishedWarning(reports), rootFolderWarning(reports)].filter((w): w is ConditionInput => w !== undefined);
   const open = reports.filter((r) => r.state !== "succeeded" && r.state !== "failed");
   if (open.length > 0) {
     const pending = open.filter((r) => r.state === "pending").map((r) => `${r.pair.from.namespace}/${r.pod}`);
@@ -405,7 +467,7 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
           );
     const queued = open.filter((r) => r.state === "queued").length;
     const reason = `${open.length - queued} of ${reports.length} volumes transferring${queued > 0 ? `, ${queued} queued (spec.transfer.maxConcurrentVolumes ${ctx.transfer.maxConcurrentVolumes})` : ""}`;
-    return wait(reason, { status, warnings: vanished ? [...warnings, vanished] : warnings });
+    return wait(reason, { status, warnings: [...warnings, ...endWarnings] });
   }
   const failed = reports.filter((r) => r.state === "failed");
   if (failed.length > 0) {
@@ -413,12 +475,12 @@ export const runRsyncOperations: PhaseBody = async (ctx) => {
       kind: "fail",
       category: "Critical",
       status,
-      ...(vanished ? { warnings: [vanished] } : {}),
+      ...(endWarnings.length > 0 ? { warnings: endWarnings } : {}),
       errors: failed.map(
         (r) =>
           `${specField(r.pair)}: rsync of ${formatPvc(r.pair.from)} to ${formatPvc(r.pair.to)} failed after ${r.attempt} attempt${r.attempt === 1 ? "" : "s"}: ${r.error}`,
       ),
     };
   }
-  return vanished ? { kind: "advance", status, warnings: [vanished] } : advance(status);
+  return endWarnings.length > 0 ? { kind: "advance", status, warnings: endWarnings } : advance(status);
 };

@@ -66,3 +66,25 @@ export function rsyncRetry(exitCode: number | undefined, errorText: string): Rsy
   }
   return { retry: true };
 }
+
+/**
+ * rsync's complaint that it could not set the times or the mode of the module's root folder itself ("."):
+ * a volume's root belongs to root (or whoever the provisioner is) and only its owner may set them, so an
+ * unprivileged daemon meets it on every volume it did not create, local-path's 0777 folders included.
+ */
+const ROOT_FOLDER_ATTRIBUTES =
+  /^rsync: \[generator\] failed to set (?:times|permissions) on "\."(?: \(in [^)]*\))?: (?:Operation not permitted \(1\)|Permission denied \(13\))$/;
+
+/**
+ * Code 23 whose only errors are about the root folder's own times or mode: every file and folder inside
+ * arrived. `errorText` must hold all of rsync's error lines (the termination message does while they fit
+ * in its 4 KiB; `complete` says whether they did).
+ */
+export function onlyRootFolderAttributesFailed(exitCode: number | undefined, errorText: string, complete: boolean): boolean {
+  if (exitCode !== 23 || !complete) return false;
+  const errors = errorText
+    .split("\n")
+    .map((l) => l.split("\r").at(-1)!.trim())
+    .filter((l) => l.startsWith("rsync: "));
+  return errors.length > 0 && errors.every((l) => ROOT_FOLDER_ATTRIBUTES.test(l));
+}

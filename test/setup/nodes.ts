@@ -28,6 +28,8 @@ export interface ProvidedNode {
   nodeIp: string;
   netns: string;
   containerdSocket: string;
+  /** The node's state folder: src/local/nodes/components.ts stops and starts its kubelet and containerd. */
+  dir: string;
 }
 
 export interface ProvidedNodes {
@@ -125,6 +127,7 @@ async function startNodes(): Promise<StartedNodes> {
     nodeIp: n.nodeIp,
     netns: netnsOf(n.nodeName),
     containerdSocket: n.containerdSocket,
+    dir: n.dir,
   });
   return {
     clusters: { local: true, source: cluster(source), destination: cluster(destination) },

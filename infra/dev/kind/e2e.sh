@@ -147,14 +147,32 @@ check_storage() {
   done
 }
 
-# The PV behind PVC data in $APP_NAMESPACE on a cluster is local-path's: bound to one node.
+# Each cluster has a control plane and two Ready workers (infra/dev/kind/cluster-*.yaml), as the node tests'
+# clusters have two nodes: the pods of the run land on the workers.
+check_nodes() {
+  local context workers
+  for context in "$SOURCE_CONTEXT" "$DESTINATION_CONTEXT"; do
+    workers=$(kubectl --context "$context" get nodes -l '!node-role.kubernetes.io/control-plane' \
+      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c '^True$' || true)
+    [ "$workers" -eq 2 ] || die "$context: $workers Ready worker nodes, expected 2 (infra/dev/kind/cluster-*.yaml)"
+  done
+}
+
+# The PV behind PVC data in $APP_NAMESPACE on a cluster is local-path's, as the node tests' storage is: bound
+# to one worker by node affinity, its folder on that node of mode 0777 (so an unprivileged rsync daemon can
+# write it; docs/operations.md).
 check_local_volume() { # context
-  local pv node
+  local pv node path mode
   pv=$(kubectl --context "$1" -n "$APP_NAMESPACE" get pvc data -o jsonpath='{.spec.volumeName}')
   [ -n "$pv" ] || die "$1: PVC $APP_NAMESPACE/data is not bound"
   node=$(kubectl --context "$1" get pv "$pv" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchFields[0].values[0]}{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}')
   [ -n "$node" ] || die "$1: PV $pv of $APP_NAMESPACE/data has no node affinity (not local-path's)"
-  say "smoke: $1: PVC $APP_NAMESPACE/data on PV $pv, bound to node $node"
+  case $node in *-worker*) ;; *) die "$1: PV $pv of $APP_NAMESPACE/data is bound to $node, not a worker" ;; esac
+  path=$(kubectl --context "$1" get pv "$pv" -o jsonpath='{.spec.hostPath.path}{.spec.local.path}')
+  # kind's node names are its node containers' names.
+  mode=$(docker exec "$node" stat -c %a "$path") || die "$1: cannot stat $path on $node"
+  [ "$mode" = 777 ] || die "$1: PV $pv's folder $path on $node has mode $mode, expected local-path's 777"
+  say "smoke: $1: PVC $APP_NAMESPACE/data on PV $pv, bound to node $node, folder mode $mode"
 }
 
 install_cluster_resources() {
@@ -234,6 +252,7 @@ wait_for_relay() {
 up() {
   preflight
   create_clusters
+  check_nodes
   check_storage
   install_cluster_resources
   start_localstack

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
 import { type ManagedProcess, spawnLogged, tailFile } from "../processes";
 import { GiveUp, waitFor } from "../wait";
+import { type NodeComponent, recordComponent } from "./components";
 import { CNI_BIN_DIR, host } from "./host";
 import { importBaseName, type NodeImages } from "./images";
 import { cniConfig } from "./network";
@@ -39,6 +40,8 @@ export interface RealNode {
   name: string;
   nodeName: string;
   nodeIp: string;
+  /** The node's state folder (components.ts stops and starts its kubelet and containerd from there). */
+  dir: string;
   /** Where the node's /tmp is, seen from the machine (local-path volumes are under local-path-provisioner/). */
   tmpDir: string;
   /** Pid of the mount-namespace holder: /proc/<pid>/root is the node's view of the file system. */
@@ -95,13 +98,20 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   );
   const inNode = (name: string, command: string, args: string[]) =>
     spawn(name, "nsenter", [`--target=${holder.pid}`, "--mount", "--net", "--", command, ...args]);
+  // The kubelet and containerd, recorded so a fault test can stop and start them again (components.ts).
+  const restartable = (name: NodeComponent, command: string, args: string[]) => {
+    const child = inNode(name, command, args);
+    const nsenterArgs = [`--target=${holder.pid}`, "--mount", "--net", "--", command, ...args];
+    recordComponent(dir, name, { command: "nsenter", args: nsenterArgs, logFile: child.logFile, slotPidFile: options.pidFile }, child.pid);
+    return child;
+  };
 
   // containerd: its own root, state, socket and runc root; the pods' network from the CNI config below.
   writeFileSync(join(paths.cni, "10-dvm.conflist"), cniConfig(plan, node.index, paths.ipam));
   const containerdConfig = join(dir, "containerd.toml");
   writeFileSync(containerdConfig, containerdToml({ ...paths, pauseImage: options.images.pauseImage }));
   options.say(`${node.nodeName}: starting containerd`);
-  const containerd = inNode("containerd", "containerd", ["--config", containerdConfig]);
+  const containerd = restartable("containerd", "containerd", ["--config", containerdConfig]);
   await waitFor(
     `${node.nodeName}: containerd`,
     async () => {
@@ -135,7 +145,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   writeFileSync(resolvConf, "options ndots:1\n");
   writeFileSync(kubeletConfig, JSON.stringify(kubeletConfiguration({ node, socket: paths.socket, podLogs: paths.podLogs, resolvConf }), null, 2));
   const bin = (name: string) => join(options.binDir, name);
-  inNode("kubelet", bin("kubelet"), [
+  restartable("kubelet", bin("kubelet"), [
     `--config=${kubeletConfig}`,
     `--kubeconfig=${options.kubeconfigPath}`,
     `--hostname-override=${node.nodeName}`,
@@ -177,6 +187,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     name: node.name,
     nodeName: node.nodeName,
     nodeIp: node.nodeIp,
+    dir,
     tmpDir: paths.tmp,
     holderPid: holder.pid,
     containerdSocket: paths.socket,

@@ -497,12 +497,14 @@ describe("the relay image and the kind run", () => {
     expect(readFileSync(join(KIND, "e2e.sh"), "utf8")).toContain('docker build -q -f infra/deploy/relay/Dockerfile -t "$RELAY_IMAGE" dist/relay');
   });
 
-  it("kind configs: one node each, the names and contexts e2e.sh uses, pod and service ranges apart", () => {
+  it("kind configs: a control plane and two workers each, the names and contexts e2e.sh uses, pod and service ranges apart", () => {
     const script = readFileSync(join(KIND, "e2e.sh"), "utf8");
     const configs = ["source", "destination"].map((side) => {
       const [config, ...more] = docsOf(join(KIND, `cluster-${side}.yaml`));
       expect(more).toEqual([]);
-      expect(config).toMatchObject({ kind: "Cluster", apiVersion: "kind.x-k8s.io/v1alpha4", name: `dvm-${side}`, nodes: [{ role: "control-plane" }] });
+      expect(config).toMatchObject({ kind: "Cluster", apiVersion: "kind.x-k8s.io/v1alpha4", name: `dvm-${side}` });
+      // kind's v1alpha4 Node (sigs.k8s.io/kind pkg/apis/config/v1alpha4/types.go): role is "control-plane" or "worker".
+      expect(config!.nodes).toEqual([{ role: "control-plane" }, { role: "worker" }, { role: "worker" }]);
       expect(Object.keys(config!).sort()).toEqual(["apiVersion", "kind", "name", "networking", "nodes"]);
       expect(Object.keys(config!.networking).sort()).toEqual(["apiServerAddress", "podSubnet", "serviceSubnet"]);
       expect(script).toContain(`_CLUSTER=dvm-${side}`);

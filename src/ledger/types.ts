@@ -118,6 +118,4 @@ export interface PhaseLedger {
    * a DVM that is gone (called by the deletion path once nothing of it runs any more).
    */
   retire(uid: string): Promise<void>;
-  /** Takes the expiry off every entry of a DVM (entries written before retire() existed carried one). */
-  keep(uid: string): Promise<void>;
 }

@@ -548,12 +548,8 @@ export class PhaseRunner {
     }
   }
 
-  /**
-   * Puts the finalizer on a DVM before anything is created for it, so that deleting it always cleans up.
-   * Ledger entries an older version wrote with a TTL get theirs removed: the DVM still exists.
-   */
+  /** Puts the finalizer on a DVM before anything is created for it, so that deleting it always cleans up. */
   private async adopt(dvm: DirectVolumeMigration): Promise<{ kind: "adopted"; dvm: DirectVolumeMigration } | { kind: "not"; result: RunResult }> {
-    await this.options.ledger.keep(dvm.metadata.uid);
     try {
       return { kind: "adopted", dvm: await this.options.store.writeFinalizers(dvm, [...(dvm.metadata.finalizers ?? []), DVM_FINALIZER]) };
     } catch (error) {

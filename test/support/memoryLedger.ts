@@ -1,6 +1,6 @@
 /**
  * In-memory PhaseLedger with the same conditional semantics as the DynamoDB one, for unit tests of the
- * runner's decisions. The real ledger is tested against DynamoDB Local in test/integration.
+ * runner's decisions. Both pass the same contract suite (test/support/ledgerContract.ts).
  */
 
 import { checkOutcomeSize } from "../../src/aws/ledger";
@@ -10,8 +10,11 @@ import { LostClaimError } from "../../src/ledger";
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
 
 export class MemoryLedger implements PhaseLedger {
-  readonly entries = new Map<string, LedgerEntry & { leaseExpiresAt: number; expiresAt?: number }>();
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `entries`: another MemoryLedger's, for a second view of the same store on another clock. */
+  constructor(
+    private readonly now: () => number = Date.now,
+    readonly entries = new Map<string, LedgerEntry & { leaseExpiresAt: number; expiresAt?: number }>(),
+  ) {}
 
   async claim(key: LedgerKey, opts: ClaimOptions): Promise<ClaimResult> {
     const now = this.now();
@@ -60,10 +63,6 @@ export class MemoryLedger implements PhaseLedger {
 
   async retire(uid: string): Promise<void> {
     for (const entry of this.entries.values()) if (entry.key.uid === uid) entry.expiresAt = this.now() + 30 * 86_400_000;
-  }
-
-  async keep(uid: string): Promise<void> {
-    for (const entry of this.entries.values()) if (entry.key.uid === uid) delete entry.expiresAt;
   }
 
   async fail(claim: Claim, error: string): Promise<void> {

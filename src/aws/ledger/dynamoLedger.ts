@@ -217,10 +217,6 @@ export class DynamoPhaseLedger implements PhaseLedger {
     await this.setExpiry(rawUid, "retire", "SET #expiresAt = :expiresAt", { ":expiresAt": n(expiresAt) });
   }
 
-  async keep(rawUid: string): Promise<void> {
-    await this.setExpiry(rawUid, "keep", "REMOVE #expiresAt", {});
-  }
-
   /** One unconditional update of every entry of a DVM (only the TTL attribute changes). */
   private async setExpiry(rawUid: string, operation: string, update: string, values: Item): Promise<void> {
     for (const entry of await this.history(rawUid)) {

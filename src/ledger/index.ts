@@ -9,6 +9,6 @@ export type {
   LedgerEntry,
   LedgerKey,
   PhaseLedger,
-  PhaseOutcome,
-  PhaseOutcomeRecord,
+  RecordedOutcome,
+  RecordedOutcomeRecord,
 } from "./types";

@@ -29,7 +29,7 @@ export interface Claim {
 /** "failed" means the migration fails and continues on the failure itinerary. */
 export type PhaseResult = "advanced" | "failed";
 
-export interface PhaseOutcome {
+export interface RecordedOutcome {
   result: PhaseResult;
   nextPhase: PhaseName;
   errors?: string[];
@@ -44,14 +44,14 @@ export interface PhaseOutcome {
   warnings?: Omit<Condition, "lastTransitionTime">[];
 }
 
-export interface PhaseOutcomeRecord extends PhaseOutcome {
+export interface RecordedOutcomeRecord extends RecordedOutcome {
   finishedAt: number;
 }
 
 export type ClaimResult =
   | { kind: "claimed"; claim: Claim }
   /** The phase already completed for this generation: apply the recorded outcome, do not run it again. */
-  | { kind: "completed"; outcome: PhaseOutcomeRecord; attempts: number }
+  | { kind: "completed"; outcome: RecordedOutcomeRecord; attempts: number }
   /** Another invocation holds a live lease: stop, it will finish or its lease will expire. */
   | { kind: "held"; attempt: number; leaseExpiresAt: number };
 
@@ -84,7 +84,7 @@ export interface LedgerEntry {
   startedAt: number;
   finishedAt?: number;
   elapsedSeconds?: number;
-  outcome?: PhaseOutcomeRecord;
+  outcome?: RecordedOutcomeRecord;
   lastError?: string;
   dvm?: DvmRef;
   /** While RUNNING: when the holder's lease ends (after that, another invocation may take over). */
@@ -101,7 +101,7 @@ export interface ClaimOptions {
 
 export interface PhaseLedger {
   claim(key: LedgerKey, opts: ClaimOptions): Promise<ClaimResult>;
-  complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord>;
+  complete(claim: Claim, outcome: RecordedOutcome): Promise<RecordedOutcomeRecord>;
   /**
    * Heartbeat: extends the lease of a claim still held by this attempt to now + leaseMs and returns the
    * new expiry. Throws LostClaimError when the attempt no longer holds the entry (taken over, settled).

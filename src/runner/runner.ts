@@ -24,7 +24,7 @@ import { retryOnConflict } from "../kube/conflictRetry";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver, unreachableCluster } from "../kube/resolver";
-import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, type PhaseLedger, type PhaseOutcome as RecordedOutcome } from "../ledger";
+import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, type PhaseLedger, type RecordedOutcome } from "../ledger";
 import { retryUntil } from "../ledger/retry";
 import { backoffDelay } from "../lib/backoff";
 import { type Clock, systemClock } from "../lib/clock";

@@ -4,7 +4,7 @@
  */
 
 import { checkOutcomeSize } from "../../src/aws/ledger";
-import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, PhaseOutcome, PhaseOutcomeRecord } from "../../src/ledger";
+import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, RecordedOutcome, RecordedOutcomeRecord } from "../../src/ledger";
 import { LostClaimError } from "../../src/ledger";
 
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
@@ -45,7 +45,7 @@ export class MemoryLedger implements PhaseLedger {
     return entry;
   }
 
-  async complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord> {
+  async complete(claim: Claim, outcome: RecordedOutcome): Promise<RecordedOutcomeRecord> {
     const entry = this.held(claim);
     const finishedAt = this.now();
     const record = { ...outcome, finishedAt };

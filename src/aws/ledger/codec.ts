@@ -19,7 +19,7 @@ import { isPhaseName } from "../../dvm/itinerary";
 import { ConditionCategorySchema, ConditionSchema, DvmStatusSchema } from "../../dvm/types";
 import { LedgerError, OutcomeTooLargeError } from "../../ledger/errors";
 import { parsePhaseKey, phaseKeyOf } from "../../ledger/key";
-import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, PhaseOutcome, PhaseOutcomeRecord } from "../../ledger/types";
+import type { ClaimEnd, ClaimRecord, DvmRef, LedgerEntry, LedgerKey, LedgerState, RecordedOutcome, RecordedOutcomeRecord } from "../../ledger/types";
 import { utf8Bytes } from "../../lib/textBounds";
 
 export type Item = Record<string, AttributeValue>;
@@ -37,7 +37,7 @@ export function encodeDvm(dvm: DvmRef): AttributeValue {
   return { M: { namespace: s(dvm.namespace), name: s(dvm.name) } };
 }
 
-export function encodeOutcome(outcome: PhaseOutcomeRecord): AttributeValue {
+export function encodeOutcome(outcome: RecordedOutcomeRecord): AttributeValue {
   const m: Item = { result: s(outcome.result), nextPhase: s(outcome.nextPhase), finishedAt: n(outcome.finishedAt) };
   if (outcome.errors && outcome.errors.length > 0) m.errors = { L: outcome.errors.map(s) };
   if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) m.statusUpdate = s(JSON.stringify(outcome.statusUpdate));
@@ -64,7 +64,7 @@ function attributeBytes(value: AttributeValue): number {
 }
 
 /** Throws OutcomeTooLargeError when the outcome, as stored, would not fit MAX_OUTCOME_BYTES. */
-export function checkOutcomeSize(outcome: PhaseOutcomeRecord): void {
+export function checkOutcomeSize(outcome: RecordedOutcomeRecord): void {
   const bytes = attributeBytes(encodeOutcome(outcome));
   if (bytes > MAX_OUTCOME_BYTES) throw new OutcomeTooLargeError(bytes, MAX_OUTCOME_BYTES);
 }
@@ -130,7 +130,7 @@ export function readLeaseExpiresAt(item: Item): number {
   return readNumber(item, "leaseExpiresAt") ?? 0;
 }
 
-export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
+export function readOutcome(item: Item): RecordedOutcomeRecord | undefined {
   const m = item.outcome?.M;
   if (!m) return undefined;
   const result = m.result?.S;
@@ -138,7 +138,7 @@ export function readOutcome(item: Item): PhaseOutcomeRecord | undefined {
   if ((result !== "advanced" && result !== "failed") || !isPhaseName(nextPhase)) {
     throw malformed(item, "outcome has no valid result and nextPhase");
   }
-  const record: PhaseOutcomeRecord = { result, nextPhase, finishedAt: Number(m.finishedAt?.N ?? 0) };
+  const record: RecordedOutcomeRecord = { result, nextPhase, finishedAt: Number(m.finishedAt?.N ?? 0) };
   const errors = m.errors?.L?.flatMap((e) => (e.S === undefined ? [] : [e.S]));
   if (errors && errors.length > 0) record.errors = errors;
   if (m.statusUpdate?.S !== undefined) record.statusUpdate = readJson(item, "outcome.statusUpdate", m.statusUpdate.S, StatusUpdateSchema);
@@ -199,7 +199,7 @@ export function decodeEntry(item: Item): LedgerEntry {
 }
 
 /** Checks a phase body's outcome before it is recorded, naming the bad field. */
-export function validateOutcome(outcome: PhaseOutcome): PhaseOutcome {
+export function validateOutcome(outcome: RecordedOutcome): RecordedOutcome {
   if (outcome.result !== "advanced" && outcome.result !== "failed") {
     throw new LedgerError(`invalid phase outcome: result must be "advanced" or "failed" (got ${JSON.stringify(outcome.result)})`);
   }

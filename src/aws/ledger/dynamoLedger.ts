@@ -19,8 +19,8 @@ import type {
   LedgerKey,
   LedgerState,
   PhaseLedger,
-  PhaseOutcome,
-  PhaseOutcomeRecord,
+  RecordedOutcome,
+  RecordedOutcomeRecord,
 } from "../../ledger/types";
 import { errorMessage } from "../../lib/errorMessage";
 import { truncateUtf8 } from "../../lib/textBounds";
@@ -161,11 +161,11 @@ export class DynamoPhaseLedger implements PhaseLedger {
     return claimed;
   }
 
-  async complete(claim: Claim, outcome: PhaseOutcome): Promise<PhaseOutcomeRecord> {
+  async complete(claim: Claim, outcome: RecordedOutcome): Promise<RecordedOutcomeRecord> {
     const key = validateLedgerKey(claim.key);
     validateOutcome(outcome);
     const now = this.now();
-    const record: PhaseOutcomeRecord = { result: outcome.result, nextPhase: outcome.nextPhase, finishedAt: now };
+    const record: RecordedOutcomeRecord = { result: outcome.result, nextPhase: outcome.nextPhase, finishedAt: now };
     if (outcome.errors && outcome.errors.length > 0) record.errors = [...outcome.errors];
     if (outcome.statusUpdate && Object.keys(outcome.statusUpdate).length > 0) record.statusUpdate = outcome.statusUpdate;
     if (outcome.category) record.category = outcome.category;

@@ -2,9 +2,10 @@
  * A DVM at a glance: where it is in its itinerary (step numbers from the itinerary table), how it is
  * doing, and what became of each volume. Pure: computed from the object the API server returned.
  */
+import type { PvcRef } from "../contracts/pvcRef";
 import { findCondition } from "../dvm/conditions";
 import { type ItineraryName, isItineraryName, isPhaseName, PHASES, type PhaseName, stepOf } from "../dvm/itinerary";
-import type { Condition, DirectVolumeMigration, PodProgress, PvcRef } from "../dvm/types";
+import type { Condition, DirectVolumeMigration, PodProgress } from "../dvm/types";
 
 export type MigrationResult = "Pending" | "Running" | "Failing" | "Succeeded" | "Failed";
 

@@ -2,7 +2,9 @@
  * The DirectVolumeMigration resource as this controller reads it. Kubernetes objects enter here as
  * `unknown` and leave as typed values; a spec that does not parse yields an error naming the field.
  */
+
 import { z } from "zod";
+import type { PvcRef } from "../contracts/pvcRef";
 import { type FieldIssue, fieldIssues } from "../lib/issues";
 import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
 import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM } from "./limits";
@@ -207,8 +209,7 @@ export const ConditionSchema = z.object({
 });
 export type Condition = z.infer<typeof ConditionSchema>;
 
-export const PvcRefSchema = z.object({ name: z.string(), namespace: z.string() });
-export type PvcRef = z.infer<typeof PvcRefSchema>;
+export const PvcRefSchema = z.object({ name: z.string(), namespace: z.string() }) satisfies z.ZodType<PvcRef>;
 
 const bytes = z.number().int().min(0);
 

@@ -9,6 +9,7 @@
  * `runAsRoot` (needed to preserve file ownership) do the rsync containers run as UID 0, and then they
  * get back only what rsync needs (see ROOT_CAPABILITIES); stunnel never gets any capability.
  */
+
 import type {
   V1Affinity,
   V1Container,
@@ -21,12 +22,13 @@ import type {
   V1VolumeDevice,
   V1VolumeMount,
 } from "@kubernetes/client-node";
+import type { PvcRef } from "../contracts/pvcRef";
 import { shellQuote as quote, TransferConfigError } from "./configText";
 import { blockDevicePath, configFile, doneFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
 import { annotationField, refusedAnnotationKeys } from "./podAnnotations";
 import { clientScript, RSYNC_PASSWORD_ENV, type RsyncClientOptions, rsyncClientArgs } from "./rsyncClient";
 import { moduleNameFor } from "./rsyncd";
-import { type PvcRef, type ServedPvc, STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT } from "./secrets";
+import { type ServedPvc, STUNNEL_CLIENT_DEFAULT_LOCAL_PORT, STUNNEL_DEFAULT_PORT } from "./secrets";
 import { stunnelSidecarScript } from "./stunnel";
 
 /**

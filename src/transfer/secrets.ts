@@ -4,6 +4,7 @@
  * server Secret has no client key and the client Secret has no server key, and a client Secret holds
  * its own module's rsync credential only (`moduleCredential`).
  */
+import type { PvcRef } from "../contracts/pvcRef";
 import type { TransferPki } from "./certificates";
 import { TransferConfigError } from "./configText";
 import { moduleCredential, rsyncSecretsFile } from "./credentials";
@@ -14,11 +15,6 @@ import { type StunnelLogLevel, type StunnelProxy, stunnelClientConfig, stunnelSe
 export const STUNNEL_DEFAULT_PORT = 6443;
 /** The stunnel client sidecar's loopback listener that rsync connects to. */
 export const STUNNEL_CLIENT_DEFAULT_LOCAL_PORT = 6443;
-
-export interface PvcRef {
-  namespace: string;
-  name: string;
-}
 
 /** A destination PVC as the server side serves it: a folder of files, or (`block`) one device. */
 export interface ServedPvc extends PvcRef {

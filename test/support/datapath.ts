@@ -4,6 +4,7 @@
  * kubelet would use), temporary directories standing in for PVCs and emptyDirs, and the pod's env
  * resolved from the Secret. Nothing is rewritten on the way, so what passes here is what the pods run.
  */
+
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -22,6 +23,7 @@ import {
 } from "node:fs";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
+import type { PvcRef } from "../../src/contracts/pvcRef";
 import { findFreePort } from "../../src/local/ports";
 import type { TransferPki } from "../../src/transfer/certificates";
 import { moduleCredential, type RsyncCredential } from "../../src/transfer/credentials";
@@ -29,7 +31,7 @@ import { moduleMountPath, type TransferPaths, transferPaths } from "../../src/tr
 import { type RsyncClientPodOptions, rsyncClientPod, rsyncServerPod, type TransferPod } from "../../src/transfer/pods";
 import { parseRsyncProgress, type RsyncProgress } from "../../src/transfer/progress";
 import { moduleNameFor } from "../../src/transfer/rsyncd";
-import { clientTransferSecretData, type PvcRef, serverTransferSecretData } from "../../src/transfer/secrets";
+import { clientTransferSecretData, serverTransferSecretData } from "../../src/transfer/secrets";
 
 const PROGRAMS: Array<[string, string[]]> = [
   ["rsync", ["--version"]],

@@ -240,13 +240,13 @@ export class DynamoPhaseLedger implements PhaseLedger {
 
   async fail(claim: Claim, error: string): Promise<void> {
     const message = truncateUtf8(String(error), MAX_ERROR_BYTES);
-    await this.settle(claim, "RETRYING", "#failures = #failures + :one, #lastError = :lastError", {
+    await this.endAttempt(claim, "RETRYING", "#failures = #failures + :one, #lastError = :lastError", {
       ":lastError": s(message || "(no message)"),
     });
   }
 
   async release(claim: Claim): Promise<void> {
-    await this.settle(claim, "WAITING", "#waits = #waits + :one", {});
+    await this.endAttempt(claim, "WAITING", "#waits = #waits + :one", {});
   }
 
   async history(rawUid: string): Promise<LedgerEntry[]> {
@@ -274,7 +274,7 @@ export class DynamoPhaseLedger implements PhaseLedger {
   }
 
   /** Drops the lease and leaves the entry claimable, counting why (a wait or a failure). */
-  private async settle(claim: Claim, state: "WAITING" | "RETRYING", counters: string, extraValues: Item): Promise<void> {
+  private async endAttempt(claim: Claim, state: "WAITING" | "RETRYING", counters: string, extraValues: Item): Promise<void> {
     const key = validateLedgerKey(claim.key);
     const now = this.now();
     const ending = endClaimRecord(claim, this.claimRecords.get(claim), state === "WAITING" ? "waited" : "failed", now);

@@ -58,7 +58,16 @@ export interface PhaseContext {
 export type StatusUpdate = Partial<
   Pick<
     DvmStatus,
-    "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress" | "targetSizes"
+    | "rsyncOperations"
+    | "successfulPods"
+    | "failedPods"
+    | "runningPods"
+    | "pendingPods"
+    | "unknownPods"
+    | "skippedVolumes"
+    | "progress"
+    | "targetSizes"
+    | "selectedPersistentVolumeClaims"
   >
 >;
 

@@ -107,7 +107,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     // Its cluster references never resolved (or their Secrets stayed gone): nothing can be reached to clean.
     deps.log.warn("cannot reach the DVM's clusters to remove its transfer objects; releasing it anyway", {
       errors: error.errors,
-      left: cleanupLeftCondition(dvm.metadata, parsed.spec, error.message).message,
+      left: cleanupLeftCondition(dvm.metadata, parsed.spec, dvm.status, error.message).message,
     });
     return undefined;
   }
@@ -120,7 +120,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     itinerary: "VolumeMigration",
     phase: "CleanupAfterFailure",
     clusters,
-    volumes: volumePairs(parsed.spec, "VolumeMigration"),
+    volumes: volumePairs(parsed.spec, dvm.status, "VolumeMigration"),
     // Cleanup creates no pod: the image is never used.
     transferImage: DEFAULT_MIGRATION_POLICY.defaultTransferImage,
     transfer: transferSettingsFor(parsed.spec, (deps.policy ?? DEFAULT_MIGRATION_POLICY).transfer),

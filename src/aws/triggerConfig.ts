@@ -11,6 +11,8 @@
  *                              most 7 days (its records of handled events live 30 days: handledEventRecords.ts)
  *   LEDGER_TABLE_NAME          the ledger table, where it remembers the events it handled. Required.
  *   TRIGGER_MAX_EVENT_BYTES    the largest event it reads, in bytes; default 256 KiB
+ *   TRIGGER_SCHEDULE_HISTORY_LIMIT  completed Stage DVMs kept per schedule (src/events/schedule.ts); older
+ *                              completed runs are deleted when the schedule next fires; default 3, 1 to 100
  *   DVM_KUBECONFIG_PARAMETER   SSM SecureString with its own kubeconfig (it may create DVMs); unset: KUBECONFIG
  *   POWERTOOLS_SERVICE_NAME    default dvm-trigger (functionConfig.ts)
  * A bad setting is a ConfigurationError naming the variable.
@@ -20,6 +22,7 @@ import { ENV, type Environment, optional, optionalText, parseEnvironment, requir
 import { DEFAULT_ADMIN_NAMESPACES } from "../dvm/policy";
 import { flag, listOf, namespacePattern } from "../dvm/policyConfig";
 import { checkTriggerNamespaceSettings, type TriggerNamespaceSettings } from "../events/namespaces";
+import { MAX_SCHEDULE_HISTORY_LIMIT } from "../events/schedule";
 
 /** Well below the 30 days its handled-event records live, so a replay can never outlive its record. */
 const MAX_EVENT_AGE_SECONDS = 7 * 24 * 60 * 60;
@@ -33,6 +36,7 @@ const TriggerEnvSchema = z.object({
   [ENV.ledgerTable]: requiredText("is not set"),
   [ENV.triggerMaxEventBytes]: optional(wholeNumber(1, 6 * 1024 * 1024)),
   [ENV.kubeconfigParameter]: optionalText(),
+  [ENV.triggerScheduleHistoryLimit]: optional(wholeNumber(1, MAX_SCHEDULE_HISTORY_LIMIT)),
 });
 
 export interface TriggerConfig {
@@ -43,6 +47,7 @@ export interface TriggerConfig {
   maxEventAgeSeconds?: number;
   maxEventBytes?: number;
   kubeconfigParameter?: string;
+  scheduleHistoryLimit?: number;
 }
 
 export function parseTriggerEnv(env: Environment): TriggerConfig {
@@ -60,5 +65,6 @@ export function parseTriggerEnv(env: Environment): TriggerConfig {
     ...(e[ENV.triggerMaxEventAgeSeconds] !== undefined ? { maxEventAgeSeconds: e[ENV.triggerMaxEventAgeSeconds] } : {}),
     ...(e[ENV.triggerMaxEventBytes] !== undefined ? { maxEventBytes: e[ENV.triggerMaxEventBytes] } : {}),
     ...(e[ENV.kubeconfigParameter] ? { kubeconfigParameter: e[ENV.kubeconfigParameter] } : {}),
+    ...(e[ENV.triggerScheduleHistoryLimit] !== undefined ? { scheduleHistoryLimit: e[ENV.triggerScheduleHistoryLimit] } : {}),
   };
 }

@@ -6,6 +6,8 @@
  *   EventBridge   the reply is the invocation's result. A 5xx reply throws instead, so Lambda retries
  *                 the asynchronous invocation and finally keeps the event in the function's
  *                 on-failure destination; a refused event (4xx) is not retried: it would fail the same way.
+ *   Schedule      a schedule's input (EventBridge Scheduler, or a rule with an input transformer): one
+ *                 Stage DVM per scheduled time (src/events/schedule.ts); replies as for EventBridge.
  */
 
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
@@ -14,6 +16,7 @@ import { ENV, type Environment } from "../config/environment";
 import { isPlainObject, rejection } from "../events/incoming";
 import { KubeMigrationStore } from "../events/migrationStore";
 import { triggerNamespaceRule } from "../events/namespaces";
+import { isScheduledStageInput } from "../events/schedule";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
 import type { Logger } from "../lib/log";
@@ -47,14 +50,19 @@ export function createTriggerHandler(options: TriggerHandlerOptions): (event: un
       recordReply(metrics, reply, "http");
       return httpResponse(reply);
     }
+    const scheduled = isScheduledStageInput(event);
     const reply =
       isPlainObject(event) && "detail-type" in event
         ? await trigger.handleEventBridge(event)
-        : await trigger.handle({
-            ok: false,
-            rejection: rejection(400, "invalid event", [{ field: "event", message: "neither an HTTP API request nor an EventBridge event" }]),
-          });
-    recordReply(metrics, reply, "eventbridge");
+        : scheduled
+          ? await trigger.handleSchedule(event)
+          : await trigger.handle({
+              ok: false,
+              rejection: rejection(400, "invalid event", [
+                { field: "event", message: 'neither an HTTP API request, an EventBridge event nor a schedule\'s input (with "schedule")' },
+              ]),
+            });
+    recordReply(metrics, reply, scheduled ? "schedule" : "eventbridge");
     if (reply.status >= 500) throw new TriggerUnavailableError(reply);
     return reply;
   };
@@ -85,6 +93,7 @@ export function triggerFromEnv(env: Environment, log: Logger): Trigger {
     log,
     ...(config.maxEventAgeSeconds !== undefined ? { maxEventAgeSeconds: config.maxEventAgeSeconds } : {}),
     ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}),
+    ...(config.scheduleHistoryLimit !== undefined ? { scheduleHistoryLimit: config.scheduleHistoryLimit } : {}),
   });
 }
 
@@ -102,6 +111,7 @@ export function lazyTriggerFromEnv(env: Environment, log: Logger): Trigger {
     handle: (received) => trigger().handle(received),
     handleHttp: (message) => trigger().handleHttp(message),
     handleEventBridge: (event) => trigger().handleEventBridge(event),
+    handleSchedule: (input) => trigger().handleSchedule(input),
   };
 }
 
@@ -123,7 +133,7 @@ export function httpResponse(reply: TriggerReply): APIGatewayProxyStructuredResu
 }
 
 /** TriggerRequests by Transport and Outcome (created, existed, refused, failed). */
-function recordReply(metrics: MetricsWriter, reply: TriggerReply, transport: "http" | "eventbridge"): void {
+function recordReply(metrics: MetricsWriter, reply: TriggerReply, transport: "http" | "eventbridge" | "schedule"): void {
   const outcome = reply.status === 201 ? "Created" : reply.status === 200 ? "Existed" : reply.status < 500 ? "Refused" : "Failed";
   metrics.addDimension("Transport", transport);
   for (const name of ["Created", "Existed", "Refused", "Failed"]) metrics.addMetric(`Migrations${name}`, MetricUnit.Count, name === outcome ? 1 : 0);

@@ -12,6 +12,7 @@ import { registerLedger } from "./commands/ledger";
 import { registerList } from "./commands/list";
 import { registerMigrate } from "./commands/migrate";
 import { registerReport } from "./commands/report";
+import { registerSchedule } from "./commands/schedule";
 import { registerWatch } from "./commands/watch";
 import { CliContext, type GlobalOptions } from "./context";
 import { CliError, explainError } from "./errors";
@@ -72,6 +73,7 @@ export function buildProgram(io: CliIo, state: RunState = { exitCode: 0 }): Comm
   registerCancel(program, kit);
   registerReport(program, kit);
   registerLedger(program, kit);
+  registerSchedule(program, kit);
   registerCompletion(program, kit);
   program.addHelpText(
     "after",

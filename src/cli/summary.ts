@@ -5,7 +5,7 @@
 import type { PvcRef } from "../contracts/pvcRef";
 import { findCondition } from "../dvm/conditions";
 import { type ItineraryName, isItineraryName, isPhaseName, PHASES, type PhaseName, stepOf } from "../dvm/itinerary";
-import type { Condition, DirectVolumeMigration, PodProgress } from "../dvm/types";
+import type { Condition, DirectVolumeMigration, DvmStatus, PodProgress } from "../dvm/types";
 
 export type MigrationResult = "Pending" | "Running" | "Failing" | "Succeeded" | "Failed";
 
@@ -82,8 +82,12 @@ interface SpecPvc {
   targetNamespace?: unknown;
 }
 
-function specPvcs(spec: unknown): { source: PvcRef; target: PvcRef }[] {
-  const list = (spec as { persistentVolumeClaims?: unknown } | undefined)?.persistentVolumeClaims;
+/** The listed PVCs, or those a selector selected (as the first phase recorded them; none before). */
+function specPvcs(spec: unknown, status: DvmStatus): { source: PvcRef; target: PvcRef }[] {
+  const selector = (spec as { persistentVolumeClaimSelector?: { targetNamespace?: unknown } } | undefined)?.persistentVolumeClaimSelector;
+  const list = selector
+    ? (status.selectedPersistentVolumeClaims ?? []).map((ref) => ({ ...ref, targetNamespace: selector.targetNamespace }))
+    : (spec as { persistentVolumeClaims?: unknown } | undefined)?.persistentVolumeClaims;
   if (!Array.isArray(list)) return [];
   return list.flatMap((raw: SpecPvc) => {
     if (typeof raw?.name !== "string" || typeof raw.namespace !== "string") return [];
@@ -111,7 +115,7 @@ function volumesOf(dvm: DirectVolumeMigration): VolumeSummary[] {
     }
     return undefined;
   };
-  return specPvcs(dvm.spec).map(({ source, target }) => {
+  return specPvcs(dvm.spec, status).map(({ source, target }) => {
     // A rollback transfers from the spec's target back to its source: its records name the target.
     const operation = status.rsyncOperations?.find((op) => [refKey(source), refKey(target)].includes(refKey(op.pvcReference)));
     const found = podFor(source) ?? podFor(target);

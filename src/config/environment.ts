@@ -73,6 +73,7 @@ export const ENV = {
   triggerAllowedNamespaces: "TRIGGER_ALLOWED_NAMESPACES",
   triggerAllowAdminNamespaces: "TRIGGER_ALLOW_ADMIN_NAMESPACES",
   triggerMaxEventAgeSeconds: "TRIGGER_MAX_EVENT_AGE_SECONDS",
+  triggerScheduleHistoryLimit: "TRIGGER_SCHEDULE_HISTORY_LIMIT",
   // The relay.
   relayNamespace: "RELAY_NAMESPACE",
   relayFunctionName: "RELAY_FUNCTION_NAME",

@@ -14,6 +14,14 @@ import { boundedTexts } from "../lib/textBounds";
 /** The most PVCs one DVM may move (spec.persistentVolumeClaims maxItems, in the CRD and the parser). */
 export const MAX_PVCS_PER_DVM = 100;
 
+/**
+ * spec.persistentVolumeClaimSelector's label selector: at most this many matchLabels, matchExpressions,
+ * and values in one expression (a user-written list, bounded like every other).
+ */
+export const MAX_SELECTOR_LABELS = 32;
+export const MAX_SELECTOR_EXPRESSIONS = 16;
+export const MAX_SELECTOR_VALUES = 32;
+
 /** One error text in a status, a ledger item or an event: a PVC's rsync failure, a retried phase's error. */
 export const MAX_ERROR_TEXT_BYTES = 1_024;
 

@@ -50,12 +50,17 @@ export function policyViolations(dvmNamespace: string, spec: DvmSpec, policy: Mi
   const violations: PolicyViolation[] = [];
   if (!isAdminNamespace(dvmNamespace, policy)) {
     const ownNamespaceOnly = `must be the DVM's namespace "${dvmNamespace}": only DVMs in an admin namespace may reference other namespaces`;
-    spec.persistentVolumeClaims.forEach((pvc, i) => {
-      if (pvc.namespace !== dvmNamespace) violations.push({ field: `spec.persistentVolumeClaims[${i}].namespace`, message: ownNamespaceOnly });
+    // A selector selects within one namespace: the same rule as a listed PVC's (checked before it is expanded).
+    const named = [
+      ...(spec.persistentVolumeClaims ?? []).map((pvc, i) => ({ pvc, field: `spec.persistentVolumeClaims[${i}]` })),
+      ...(spec.persistentVolumeClaimSelector ? [{ pvc: spec.persistentVolumeClaimSelector, field: "spec.persistentVolumeClaimSelector" }] : []),
+    ];
+    for (const { pvc, field } of named) {
+      if (pvc.namespace !== dvmNamespace) violations.push({ field: `${field}.namespace`, message: ownNamespaceOnly });
       if (pvc.targetNamespace !== undefined && pvc.targetNamespace !== dvmNamespace) {
-        violations.push({ field: `spec.persistentVolumeClaims[${i}].targetNamespace`, message: ownNamespaceOnly });
+        violations.push({ field: `${field}.targetNamespace`, message: ownNamespaceOnly });
       }
-    });
+    }
     for (const side of ["sourceCluster", "destinationCluster"] as const) {
       const secretNamespace = spec[side]?.kubeconfigSecretRef.namespace;
       if (secretNamespace !== undefined && secretNamespace !== dvmNamespace) {

@@ -37,15 +37,20 @@ export function clientProxyFor(policy: ProxyPolicy, admin: boolean): ClientProxy
  * target namespace.
  */
 export function proxyViolations(
-  spec: Pick<DvmSpec, "persistentVolumeClaims" | "migrationType">,
+  spec: Pick<DvmSpec, "persistentVolumeClaims" | "persistentVolumeClaimSelector" | "migrationType">,
   policy: ProxyPolicy,
   isAdminNamespace: (namespace: string) => boolean,
 ): Array<{ field: string; message: string }> {
   const rollback = spec.migrationType === "Rollback";
-  return spec.persistentVolumeClaims.flatMap((pvc, i) => {
+  // Every PVC a selector selects lives in its one namespace (and goes to its one target namespace).
+  const named = [
+    ...(spec.persistentVolumeClaims ?? []).map((pvc, i) => ({ pvc, base: `spec.persistentVolumeClaims[${i}]` })),
+    ...(spec.persistentVolumeClaimSelector ? [{ pvc: spec.persistentVolumeClaimSelector, base: "spec.persistentVolumeClaimSelector" }] : []),
+  ];
+  return named.flatMap(({ pvc, base }) => {
     const field = rollback && pvc.targetNamespace !== undefined ? "targetNamespace" : "namespace";
     const sourceNamespace = rollback ? (pvc.targetNamespace ?? pvc.namespace) : pvc.namespace;
     const choice = clientProxyFor(policy, isAdminNamespace(sourceNamespace));
-    return choice.kind === "refused" ? [{ field: `spec.persistentVolumeClaims[${i}].${field}`, message: choice.reason }] : [];
+    return choice.kind === "refused" ? [{ field: `${base}.${field}`, message: choice.reason }] : [];
   });
 }

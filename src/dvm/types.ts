@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { PvcRef } from "../contracts/pvcRef";
 import { type FieldIssue, fieldIssues } from "../lib/issues";
 import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
-import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM } from "./limits";
+import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM, MAX_SELECTOR_EXPRESSIONS, MAX_SELECTOR_LABELS, MAX_SELECTOR_VALUES } from "./limits";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
@@ -62,6 +62,66 @@ export const PvcToMigrateSchema = z.object({
   targetVolumeMode: VolumeModeSchema.optional(),
   verify: z.boolean().optional(),
 });
+
+export type PvcToMigrate = z.infer<typeof PvcToMigrateSchema>;
+
+/** A label's value: empty, or at most 63 alphanumerics with "-", "_" or "." inside (Kubernetes' rule). */
+const labelValue = z
+  .string()
+  .max(63)
+  .regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/, "must be a label value: at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric");
+/** A label's key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters. */
+const labelKey = z
+  .string()
+  .min(1)
+  .max(317)
+  .regex(
+    /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/,
+    "must be a label key: an optional DNS prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'",
+  );
+
+/** A Kubernetes label selector (metav1.LabelSelector), bounded. Empty: every PVC of the namespace. */
+export const LabelSelectorSchema = z.object({
+  matchLabels: z
+    .record(labelKey, labelValue)
+    .refine((labels) => Object.keys(labels).length <= MAX_SELECTOR_LABELS, `must have at most ${MAX_SELECTOR_LABELS} labels`)
+    .optional(),
+  matchExpressions: z
+    .array(
+      z
+        .object({
+          key: labelKey,
+          operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist"]),
+          values: z.array(labelValue).max(MAX_SELECTOR_VALUES).optional(),
+        })
+        .superRefine((expression, ctx) => {
+          const count = expression.values?.length ?? 0;
+          const needsValues = expression.operator === "In" || expression.operator === "NotIn";
+          if (needsValues && count === 0) ctx.addIssue({ code: "custom", path: ["values"], message: `must not be empty with operator ${expression.operator}` });
+          if (!needsValues && count > 0) ctx.addIssue({ code: "custom", path: ["values"], message: `must be empty with operator ${expression.operator}` });
+        }),
+    )
+    .max(MAX_SELECTOR_EXPRESSIONS)
+    .optional(),
+});
+export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
+
+/**
+ * The PVCs of one namespace whose labels match, instead of a list: expanded once, by the first phase,
+ * into status.selectedPersistentVolumeClaims, the list every later phase moves (src/dvm/selection.ts).
+ * The target fields apply to every selected PVC and default as a listed PVC's do; the target keeps the
+ * source's name.
+ */
+export const PvcSelectorSchema = z.object({
+  namespace: namespaceName,
+  labelSelector: LabelSelectorSchema.optional(),
+  targetNamespace: namespaceName.optional(),
+  targetStorageClass: z.string().min(1).max(253),
+  targetAccessModes: z.array(AccessModeSchema).min(1).max(4),
+  targetVolumeMode: VolumeModeSchema.optional(),
+  verify: z.boolean().optional(),
+});
+export type PvcSelector = z.infer<typeof PvcSelectorSchema>;
 
 export const EndpointTypeSchema = z.enum(["ClusterIP", "NodePort", "LoadBalancer", "Route"]);
 export type EndpointType = z.infer<typeof EndpointTypeSchema>;
@@ -120,7 +180,9 @@ export const DvmSpecSchema = z
     sourceCluster: ClusterRefSchema.optional(),
     destinationCluster: ClusterRefSchema.optional(),
     /** At most MAX_PVCS_PER_DVM: what every record of a DVM is sized for (src/dvm/limits.ts). */
-    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1).max(MAX_PVCS_PER_DVM),
+    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1).max(MAX_PVCS_PER_DVM).optional(),
+    /** Instead of persistentVolumeClaims: the PVCs of a namespace that match a label selector. */
+    persistentVolumeClaimSelector: PvcSelectorSchema.optional(),
     /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
     backOffLimit: z.number().int().min(0).optional(),
     migrationType: MigrationTypeSchema.optional(),
@@ -171,10 +233,19 @@ export const DvmSpecSchema = z
     rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
   })
   .superRefine((spec, ctx) => {
+    // One way of naming the volumes: a list and a selector together would leave unclear which one moves.
+    if (spec.persistentVolumeClaims === undefined && spec.persistentVolumeClaimSelector === undefined)
+      ctx.addIssue({ code: "custom", path: ["persistentVolumeClaims"], message: "is required unless spec.persistentVolumeClaimSelector is set" });
+    if (spec.persistentVolumeClaims !== undefined && spec.persistentVolumeClaimSelector !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["persistentVolumeClaimSelector"],
+        message: "must not be set together with spec.persistentVolumeClaims: use one or the other",
+      });
     // A source listed twice would share its transfer objects and progress record with itself: one of the
     // two would be skipped silently and the migration still reported as a success.
     const firstIndex = new Map<string, number>();
-    spec.persistentVolumeClaims.forEach((pvc, i) => {
+    spec.persistentVolumeClaims?.forEach((pvc, i) => {
       const source = `${pvc.namespace}/${pvc.name}`;
       const first = firstIndex.get(source);
       if (first === undefined) firstIndex.set(source, i);
@@ -291,6 +362,11 @@ export const DvmStatusSchema = z.object({
   unknownPods: z.array(PodProgressSchema).optional(),
   skippedVolumes: z.array(z.string()).optional(),
   targetSizes: z.array(TargetSizeSchema).optional(),
+  /**
+   * What spec.persistentVolumeClaimSelector selected, fixed by the first phase (Started): the PVCs every
+   * later phase moves, whatever is created or relabelled afterwards.
+   */
+  selectedPersistentVolumeClaims: z.array(PvcRefSchema).max(MAX_PVCS_PER_DVM).optional(),
   /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
   progress: TransferFiguresSchema.optional(),
 });

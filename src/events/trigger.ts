@@ -10,6 +10,11 @@
  * remembered beyond its DVM's life (handledEvents.ts): a replay after the DVM was deleted is 409, never a
  * second migration, and an event older than the records last is refused for its age.
  *
+ * A schedule's input (schedule.ts) goes through the same checks in its own shape: its source is
+ * "schedule:<name>" (on the same allow-list), its time the scheduled time, its identity (source, scheduled
+ * time) and its DVM's name derived from both; a completed run beyond the schedule's history limit is
+ * deleted once the run of this time exists.
+ *
  * Replies are plain { status, body } values; src/aws/triggerHandler.ts turns them into an API Gateway
  * response or an EventBridge invocation result.
  */
@@ -20,10 +25,27 @@ import { type Clock, systemClock } from "../lib/clock";
 import { fieldIssues } from "../lib/issues";
 import { type Logger, silentLogger } from "../lib/log";
 import type { EventIdentity, HandledEvents } from "./handledEvents";
-import { type HttpMessage, type Received, type ReceivedEvent, type Rejection, receiveEventBridgeEvent, receiveHttpEvent, rejection } from "./incoming";
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  type HttpMessage,
+  type Received,
+  type ReceivedEvent,
+  type Rejection,
+  receiveEventBridgeEvent,
+  receiveHttpEvent,
+  rejection,
+} from "./incoming";
 import type { MigrationStore, NewMigration } from "./migrationStore";
 import { createdForEvent, dvmNameForEvent, EVENT_ANNOTATION } from "./names";
 import { type TriggerNamespaceRule, triggerNamespaceRule } from "./namespaces";
+import {
+  DEFAULT_SCHEDULE_HISTORY_LIMIT,
+  parseScheduledStage,
+  runsBeyondHistory,
+  SCHEDULE_LABEL,
+  SCHEDULED_TIME_ANNOTATION,
+  scheduledStageName,
+} from "./schedule";
 import { DEFAULT_NAME_PREFIX, MIGRATION_REQUESTED, MigrationRequestedDataSchema } from "./schema";
 import { parseSourceAllowList, type SourceAllowList } from "./sources";
 
@@ -62,11 +84,21 @@ export interface TriggerOptions {
   /** Default DEFAULT_MAX_EVENT_BYTES (256 KiB). */
   maxBytes?: number;
   log?: Logger;
+  /** Completed Stage DVMs kept per schedule; default DEFAULT_SCHEDULE_HISTORY_LIMIT. */
+  scheduleHistoryLimit?: number;
 }
+
+/** The identity of a schedule's request: its type in replies, records and annotations. */
+export const SCHEDULED_STAGE = "io.dvm-serverless.schedule.fired.v1";
+
+/** What identifies one request: a CloudEvent's source, id and type, or a schedule's. */
+type RequestIdentity = Pick<ReceivedEvent, "source" | "id" | "type">;
 
 export interface Trigger {
   handleHttp(message: HttpMessage): Promise<TriggerReply>;
   handleEventBridge(event: unknown): Promise<TriggerReply>;
+  /** A schedule's input (src/events/schedule.ts): one Stage DVM per schedule and scheduled time. */
+  handleSchedule(input: unknown): Promise<TriggerReply>;
   /** For callers that parsed the event themselves (tests, other transports). */
   handle(received: Received): Promise<TriggerReply>;
 }
@@ -79,7 +111,7 @@ export function createTrigger(options: TriggerOptions): Trigger {
   const clock = options.clock ?? systemClock;
   const maxAgeSeconds = options.maxEventAgeSeconds ?? DEFAULT_MAX_EVENT_AGE_SECONDS;
 
-  const refuse = (r: Rejection, event?: ReceivedEvent): TriggerReply => {
+  const refuse = (r: Rejection, event?: RequestIdentity): TriggerReply => {
     log.warn(`event refused: ${r.field}: ${r.message}`, {
       status: r.status,
       field: r.field,
@@ -130,8 +162,52 @@ export function createTrigger(options: TriggerOptions): Trigger {
     }
   };
 
+  const historyLimit = options.scheduleHistoryLimit ?? DEFAULT_SCHEDULE_HISTORY_LIMIT;
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
+
+  const handleSchedule = async (input: unknown): Promise<TriggerReply> => {
+    const bytes = Buffer.byteLength(JSON.stringify(input) ?? "", "utf8");
+    if (bytes > maxBytes) return refuse(rejection(413, "event too large", [{ field: "event", message: `${bytes} bytes, more than the limit of ${maxBytes}` }]));
+    const parsed = parseScheduledStage(input);
+    if (!parsed.ok) return refuse(rejection(400, "invalid event", parsed.issues));
+    const { input: request, scheduledAt } = parsed;
+    // The time as one canonical text: the same time written another way is the same run.
+    const identity: RequestIdentity = { source: `schedule:${request.schedule}`, id: scheduledAt.toISOString(), type: SCHEDULED_STAGE };
+    if (!allowed.allows(identity.source)) {
+      const message = `source ${JSON.stringify(identity.source)} is not in TRIGGER_ALLOWED_SOURCES (a schedule's source is "schedule:<name>")`;
+      return refuse(rejection(403, "source not allowed", [{ field: "schedule", message }]), identity);
+    }
+    const namespaceRefusal = namespaces.refusal(request.namespace);
+    if (namespaceRefusal !== undefined) return refuse(rejection(403, "namespace not allowed", [{ field: "namespace", message: namespaceRefusal }]), identity);
+    const ageRefusal = eventAgeRefusal(identity.id, clock.now(), maxAgeSeconds);
+    if (ageRefusal !== undefined) return refuse(rejection(400, "invalid event", [{ field: "scheduledTime", message: ageRefusal }]), identity);
+    const migration: NewMigration = {
+      namespace: request.namespace,
+      name: scheduledStageName(request.schedule, scheduledAt),
+      annotations: {
+        [EVENT_ANNOTATION.source]: identity.source,
+        [EVENT_ANNOTATION.id]: identity.id,
+        [EVENT_ANNOTATION.type]: identity.type,
+        [SCHEDULED_TIME_ANNOTATION]: identity.id,
+      },
+      labels: { [CREATED_BY_LABEL]: CREATED_BY, [SCHEDULE_LABEL]: request.schedule },
+      spec: request.spec,
+    };
+    const eventLog = log.child({ schedule: request.schedule, scheduledTime: identity.id, dvm: `${request.namespace}/${migration.name}` });
+    try {
+      const store = await options.store();
+      const reply = await create(store, options.handledEvents, migration, identity, eventLog, clock);
+      if (reply.status === 201 || reply.status === 200)
+        await applyHistoryLimit(store, request.namespace, identity.source, request.schedule, historyLimit, eventLog);
+      return reply;
+    } catch (error) {
+      return failure(error, eventLog, "");
+    }
+  };
+
   return {
     handle,
+    handleSchedule,
     handleHttp: (message) => handle(receiveHttpEvent(message, limits)),
     handleEventBridge: (event) => handle(receiveEventBridgeEvent(event, limits)),
   };
@@ -152,7 +228,7 @@ async function create(
   store: MigrationStore,
   handledEvents: HandledEvents,
   migration: NewMigration,
-  event: ReceivedEvent,
+  event: RequestIdentity,
   log: Logger,
   clock: Clock,
 ): Promise<TriggerReply> {
@@ -213,8 +289,28 @@ async function create(
   };
 }
 
+/**
+ * Deletes the schedule's completed runs beyond the newest `limit` completed ones; a run in progress is
+ * never deleted. Best effort: a failure is logged and the next firing tries again.
+ */
+async function applyHistoryLimit(store: MigrationStore, namespace: string, source: string, schedule: string, limit: number, log: Logger): Promise<void> {
+  try {
+    const runs = (await store.listLabelled(namespace, SCHEDULE_LABEL, schedule))
+      // Only runs this schedule's requests created: a label alone could be put on any DVM.
+      .filter((dvm) => dvm.annotations[EVENT_ANNOTATION.source] === source && !Number.isNaN(Date.parse(dvm.annotations[SCHEDULED_TIME_ANNOTATION] ?? "")))
+      .map((dvm) => ({ name: dvm.name, uid: dvm.uid, completed: dvm.completed, scheduledTime: dvm.annotations[SCHEDULED_TIME_ANNOTATION]! }));
+    for (const run of runsBeyondHistory(runs, limit)) {
+      await store.delete(namespace, run.name, run.uid);
+      log.info("scheduled run deleted: beyond the schedule's history limit", { deleted: run.name, scheduledTime: run.scheduledTime, limit });
+    }
+  } catch (error) {
+    log.warn("could not apply the schedule's history limit; the next run tries again", { error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
 function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
   const message = error instanceof Error ? error.message : String(error);
+  const field = (name: string) => (dataField ? `${dataField}.${name}` : name);
   if (error instanceof LedgerUnavailableError) {
     log.warn("the ledger is unavailable; the sender should retry", { error: message });
     return { status: 503, body: { error: "unavailable", message: "the trigger's event records are unavailable; try again" }, retryAfterSeconds: 5 };
@@ -223,11 +319,11 @@ function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
     if (error.isNotFound && /namespaces? "[^"]*" not found/.test(message)) {
       return {
         status: 422,
-        body: { error: "namespace not found", field: `${dataField}.namespace`, message: "the namespace does not exist on the host cluster" },
+        body: { error: "namespace not found", field: field("namespace"), message: "the namespace does not exist on the host cluster" },
       };
     }
     // The CRD's own schema refused the object (it mirrors DvmSpecSchema, so this is rare).
-    if (error.statusCode === 422) return { status: 422, body: { error: "refused by the API server", field: `${dataField}.spec`, message } };
+    if (error.statusCode === 422) return { status: 422, body: { error: "refused by the API server", field: field("spec"), message } };
     if (error.isTransient) {
       log.warn("API server unavailable; the sender should retry", { error: message });
       return { status: 503, body: { error: "unavailable", message: "the host cluster is unavailable; try again" }, retryAfterSeconds: 5 };

@@ -2,23 +2,24 @@
  * Started: check that the spec can be migrated before anything is created. Every problem is reported at
  * once, each naming its field, and fails the migration (bad input is not retried).
  */
+import { type Selection, selectPvcs } from "../dvm/selection";
 import { KINDS, type PvcObject, refOf } from "../kube/objects";
-import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome } from "./types";
-import { formatPvc, specField, type VolumePair } from "./volumes";
+import { advance, type PhaseBody, type PhaseContext, type PhaseOutcome, type StatusUpdate } from "./types";
+import { formatPvc, specField, type VolumePair, volumePairs } from "./volumes";
 
 export async function validateMigration(ctx: PhaseContext): Promise<string[]> {
   const { source, destination } = ctx.clusters;
   const rollback = ctx.itinerary === "VolumeMigrationRollback";
   const errors: string[] = [];
-  const seenTargets = new Map<string, number>();
+  const seenTargets = new Map<string, VolumePair>();
 
   for (const pair of ctx.volumes) {
     const target = formatPvc(pair.to);
     const previous = seenTargets.get(target);
     if (previous !== undefined) {
-      errors.push(`${specField(pair)}: targets ${target}, as spec.persistentVolumeClaims[${previous}] does`);
+      errors.push(`${specField(pair)}: targets ${target}, as ${specField(previous)} does`);
     }
-    seenTargets.set(target, pair.index);
+    seenTargets.set(target, pair);
 
     const from = await source.get<PvcObject>(refOf("PersistentVolumeClaim", pair.from.namespace, pair.from.name));
     if (!from) {
@@ -64,7 +65,35 @@ function volumeModeProblems(ctx: PhaseContext, pair: VolumePair, sourceMode: "Fi
   return problems;
 }
 
+/**
+ * What spec.persistentVolumeClaimSelector selects, read once: a selection already in the status (this
+ * phase ran before and recorded it) is kept as it is, never read again from the cluster. The PVCs are
+ * listed where the original sources live: on a Rollback, the (swapped) destination.
+ */
+async function selectionOf(ctx: PhaseContext): Promise<Selection | undefined> {
+  const selector = ctx.spec.persistentVolumeClaimSelector;
+  if (!selector) return undefined;
+  const recorded = ctx.status.selectedPersistentVolumeClaims;
+  if (recorded && recorded.length > 0) return { ok: true, selected: recorded };
+  const cluster = ctx.itinerary === "VolumeMigrationRollback" ? ctx.clusters.destination : ctx.clusters.source;
+  // matchLabels narrow the list on the server; the whole selector is applied here.
+  const pvcs = await cluster.list<PvcObject>(KINDS.PersistentVolumeClaim, selector.namespace, selector.labelSelector?.matchLabels ?? {});
+  return selectPvcs(
+    selector,
+    pvcs.filter((pvc) => !pvc.metadata.deletionTimestamp).map((pvc) => ({ name: pvc.metadata.name, labels: pvc.metadata.labels ?? {} })),
+  );
+}
+
+/**
+ * Expands a selector (recording the set in the status and, with the completion, in the ledger: a
+ * repeated Started replays that record instead of selecting again), then checks every volume.
+ */
 export const started: PhaseBody = async (ctx): Promise<PhaseOutcome> => {
-  const errors = await validateMigration(ctx);
-  return errors.length > 0 ? { kind: "fail", errors, category: "Critical" } : advance();
+  const selection = await selectionOf(ctx);
+  if (selection && !selection.ok) return { kind: "fail", errors: [selection.error], category: "Critical" };
+  const status: StatusUpdate | undefined = selection ? { selectedPersistentVolumeClaims: selection.selected } : undefined;
+  const checked = status ? { ...ctx, volumes: volumePairs(ctx.spec, status, ctx.itinerary) } : ctx;
+  const errors = await validateMigration(checked);
+  if (errors.length > 0) return { kind: "fail", errors, category: "Critical", ...(status ? { status } : {}) };
+  return advance(status);
 };

@@ -54,7 +54,16 @@ export type CleanupScope = Pick<PhaseContext, "dvm" | "spec" | "status" | "clust
 export type StatusUpdate = Partial<
   Pick<
     DvmStatus,
-    "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress" | "targetSizes"
+    | "rsyncOperations"
+    | "successfulPods"
+    | "failedPods"
+    | "runningPods"
+    | "pendingPods"
+    | "unknownPods"
+    | "skippedVolumes"
+    | "progress"
+    | "targetSizes"
+    | "selectedPersistentVolumeClaims"
   >
 >;
 

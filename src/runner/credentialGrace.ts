@@ -71,8 +71,13 @@ export function gaveUpMessage(problem: string, since: number, graceMs: number): 
  * objects (server and client pods, the endpoint, transfer Secrets with keys) carry the DVM's uid and
  * the transfer label, in the source and target namespaces.
  */
-export function cleanupLeftCondition(dvm: { uid: string }, spec: Pick<DvmSpec, "persistentVolumeClaims">, problem: string): ConditionInput {
-  const pairs = volumePairs({ persistentVolumeClaims: spec.persistentVolumeClaims } as DvmSpec, "VolumeMigration");
+export function cleanupLeftCondition(
+  dvm: { uid: string },
+  spec: Pick<DvmSpec, "persistentVolumeClaims" | "persistentVolumeClaimSelector">,
+  status: Pick<DvmStatus, "selectedPersistentVolumeClaims">,
+  problem: string,
+): ConditionInput {
+  const pairs = volumePairs(spec, status, "VolumeMigration");
   const from = uniqueNamespaces(pairs.map((p) => p.from));
   const to = uniqueNamespaces(pairs.map((p) => p.to));
   const selector = `${LABEL.dvmUid}=${dvm.uid},${LABEL.transfer}=true`;

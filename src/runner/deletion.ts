@@ -107,7 +107,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     // Its cluster references never resolved (or their Secrets stayed gone): nothing can be reached to clean.
     deps.log.warn("cannot reach the DVM's clusters to remove its transfer objects; releasing it anyway", {
       errors: error.errors,
-      left: cleanupLeftCondition(dvm.metadata, parsed.spec, error.message).message,
+      left: cleanupLeftCondition(dvm.metadata, parsed.spec, dvm.status, error.message).message,
     });
     return undefined;
   }
@@ -118,7 +118,7 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     spec: { ...parsed.spec, deleteProgressReportingCRs: true },
     status: dvm.status,
     clusters,
-    volumes: volumePairs(parsed.spec, "VolumeMigration"),
+    volumes: volumePairs(parsed.spec, dvm.status, "VolumeMigration"),
     clock: deps.clock,
     log: deps.log,
   };

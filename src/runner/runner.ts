@@ -298,7 +298,7 @@ export class PhaseRunner {
       return {
         outcome:
           position.itinerary === "VolumeMigrationFailed" && running.parsed.ok
-            ? { kind: "fail", errors: [gaveUp], category: "Warn", warnings: [cleanupLeftCondition(fresh.metadata, running.parsed.spec, gaveUp)] }
+            ? { kind: "fail", errors: [gaveUp], category: "Warn", warnings: [cleanupLeftCondition(fresh.metadata, running.parsed.spec, fresh.status, gaveUp)] }
             : { kind: "fail", errors: [gaveUp], category: "Critical" },
       };
     }
@@ -754,7 +754,7 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
       const graceMs = input.credentialGraceMs ?? DEFAULT_CREDENTIAL_GRACE_MS;
       if (!credentialGraceExpired(dvm.status, input.clock.now(), graceMs)) throw error;
       const problem = credentialProblem(error) ?? error.message;
-      throw new CleanupGaveUpError([`cleanup: ${problem}`], cleanupLeftCondition(dvm.metadata, spec, problem));
+      throw new CleanupGaveUpError([`cleanup: ${problem}`], cleanupLeftCondition(dvm.metadata, spec, dvm.status, problem));
     }
     if (!(inFailure && error instanceof MigrationInputError)) throw error;
     const host = (await input.clusters.resolve(dvm.metadata.namespace, {})).host;
@@ -772,7 +772,7 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
     itinerary: position.itinerary,
     phase: position.phase,
     clusters: input.lease ? input.lease.fence(clusters) : clusters,
-    volumes: volumePairs(spec, inFailure ? "VolumeMigration" : position.itinerary),
+    volumes: volumePairs(spec, dvm.status, inFailure ? "VolumeMigration" : position.itinerary),
     transferImage: transferImageFor(spec, input.policy),
     transfer: transferSettingsFor(spec, input.policy.transfer, (namespace) => isAdminNamespace(namespace, input.policy)),
     attempt: input.attempt,

@@ -29,7 +29,7 @@ export function fakeContext(
     itinerary,
     phase: options.phase ?? "Started",
     clusters: { host, source, destination, sameCluster: options.sameCluster ?? false },
-    volumes: volumePairs(parsed.spec, itinerary),
+    volumes: volumePairs(parsed.spec, options.status ?? {}, itinerary),
     transferImage: transferImageFor(parsed.spec, policy),
     transfer: transferSettingsFor(parsed.spec, policy.transfer, (namespace) => isAdminNamespace(namespace, policy)),
     attempt: 1,

@@ -90,8 +90,11 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
     await expectForbidden(transferDestination.kc.makeApiClient(CoreV1Api).deleteNamespacedPersistentVolumeClaim({ name: "any", namespace: testNamespace }));
     await expectForbidden(transferDestination.kc.makeApiClient(CoreV1Api).deleteNamespace({ name: testNamespace }));
     await expectForbidden(relayPodsDestination.kc.makeApiClient(CoreV1Api).listSecretForAllNamespaces());
-    // The trigger creates and reads DVMs, nothing more: no delete, no spec change, no status, no Secrets.
-    await expectForbidden(custom(trigger.kc).deleteNamespacedCustomObject({ ...dvm, name: "any" }));
+    // The trigger creates, reads, lists and (a schedule's history limit) deletes DVMs, nothing more: no
+    // spec change, no status, no Secrets.
+    await expectForbidden(
+      custom(trigger.kc).patchNamespacedCustomObject({ ...dvm, name: "any", body: { spec: {} } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch)),
+    );
     await expectForbidden(
       custom(trigger.kc).patchNamespacedCustomObjectStatus(
         { ...dvm, name: "any", body: { status: {} } },
@@ -101,7 +104,7 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
     await expectForbidden(trigger.kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name: "any", namespace: testNamespace }));
   });
 
-  it("lets the trigger create a DVM and read it back (src/events/migrationStore.ts's two calls)", async () => {
+  it("lets the trigger create a DVM, read it back, list and delete it (src/events/migrationStore.ts's calls)", async () => {
     const api = trigger.kc.makeApiClient(CustomObjectsApi);
     const dvm = { group: DVM_GROUP, version: DVM_VERSION, namespace: testNamespace, plural: DVM_PLURAL };
     const spec = { persistentVolumeClaims: [{ name: "data", namespace: testNamespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
@@ -119,6 +122,10 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
         (error: unknown) => statusCode(error),
       );
     expect(again).toBe(409);
+    // A schedule's history limit: its runs by label, and the deletion of one beyond the limit.
+    const listed = (await api.listNamespacedCustomObject({ ...dvm, labelSelector: "events.dvm-serverless.io/schedule=none" })) as { items: unknown[] };
+    expect(listed.items).toEqual([]);
+    await api.deleteNamespacedCustomObject({ ...dvm, name: "from-trigger", body: { preconditions: { uid: created.metadata.uid } } });
   });
 
   it("confines the trigger to the namespaces it is bound in: no DVM elsewhere, admin namespaces included", async () => {

@@ -37,7 +37,9 @@ describe("dvm completion", () => {
   it("bash: commands first, then the chosen command's options and the global ones", async () => {
     const { code, stdout } = await dvm("completion", "bash");
     expect(code).toBe(0);
-    expect(bashComplete(stdout, "dvm ")).toEqual(expect.arrayContaining(["migrate", "get", "list", "watch", "report", "ledger", "cancel", "completion"]));
+    expect(bashComplete(stdout, "dvm ")).toEqual(
+      expect.arrayContaining(["migrate", "get", "list", "watch", "report", "ledger", "schedule", "cancel", "completion"]),
+    );
     expect(bashComplete(stdout, "dvm re")).toEqual(["report"]);
     expect(bashComplete(stdout, "dvm report --")).toEqual(expect.arrayContaining(["--json", "--svg", "--kubeconfig", "--namespace"]));
     expect(bashComplete(stdout, "dvm -n shop list -")).toEqual(expect.arrayContaining(["--all-namespaces", "-A", "--output"]));
@@ -50,7 +52,7 @@ describe("dvm completion", () => {
     const { code, stdout } = await dvm("completion", "zsh");
     expect(code).toBe(0);
     expect(stdout.startsWith("#compdef dvm\n")).toBe(true);
-    expect(stdout).toContain("commands=(migrate get list watch cancel report ledger completion)");
+    expect(stdout).toContain("commands=(migrate get list watch cancel report ledger schedule completion)");
     expect(stdout).toMatch(/report\) opts=\(--uid --json --svg --help .*--kubeconfig/);
     expect(stdout).toContain("compdef _dvm dvm");
   });

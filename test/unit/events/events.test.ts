@@ -57,6 +57,10 @@ class RecordingStore implements MigrationStore {
   async get() {
     return undefined;
   }
+  async listLabelled() {
+    return [];
+  }
+  async delete() {}
 }
 
 describe("malformed events: refused with the failing field named, nothing created", () => {

@@ -12,7 +12,7 @@ import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from ".
 import { ENV } from "../../../src/config/environment";
 import type { DvmSpec } from "../../../src/dvm/types";
 import type { HandledEvents } from "../../../src/events/handledEvents";
-import type { CreateResult, ExistingMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
+import type { CreateResult, ExistingMigration, LabelledMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
 import { dvmNameForEvent, EVENT_ANNOTATION } from "../../../src/events/names";
 import { triggerNamespaceRule } from "../../../src/events/namespaces";
 import { MIGRATION_REQUESTED } from "../../../src/events/schema";
@@ -57,6 +57,19 @@ class MemoryStore implements MigrationStore {
   async get(namespace: string, name: string): Promise<ExistingMigration | undefined> {
     const found = this.objects.get(`${namespace}/${name}`);
     return found && { uid: found.uid, annotations: found.annotations };
+  }
+
+  /** Names of the DVMs whose status.phase is Completed. */
+  readonly completed = new Set<string>();
+
+  async listLabelled(namespace: string, label: string, value: string): Promise<LabelledMigration[]> {
+    return [...this.objects.values()]
+      .filter((o) => o.namespace === namespace && o.labels[label] === value)
+      .map((o) => ({ name: o.name, uid: o.uid, annotations: o.annotations, completed: this.completed.has(o.name) }));
+  }
+
+  async delete(namespace: string, name: string, uid: string): Promise<void> {
+    if (this.objects.get(`${namespace}/${name}`)?.uid === uid) this.objects.delete(`${namespace}/${name}`);
   }
 }
 

@@ -117,6 +117,8 @@ const EXPECTED: Record<string, string[]> = {
   "dvm-trigger": [
     `${DVM_GROUP}/${DVM_PLURAL} get`, // get: who owns an existing name
     `${DVM_GROUP}/${DVM_PLURAL} create`, // create: one DVM per migration request event
+    `${DVM_GROUP}/${DVM_PLURAL} list`, // listLabelled: a schedule's runs (history limit)
+    `${DVM_GROUP}/${DVM_PLURAL} delete`, // delete: a schedule's completed runs beyond its history limit
   ],
   "dvm-transfer": [
     "core/namespaces get", // createDestinationNamespaces: source labels; ensure adopt
@@ -209,9 +211,10 @@ describe("RBAC in infra/deploy/k8s", () => {
         grants(doc).filter((g) => g.startsWith("rbac.authorization.k8s.io/")),
         doc.metadata.name,
       ).toEqual([]);
-      // Only the trigger creates DVMs; only the phase functions patch one (its finalizer); nobody deletes one.
+      // Only the trigger creates DVMs (and deletes a schedule's completed runs beyond its history limit);
+      // only the phase functions patch one (its finalizer); nobody else deletes one.
       const allowedOnDvms =
-        { "dvm-trigger": / (get|create)$/, "dvm-phase-functions-host": / (get|patch)$/ }[doc.metadata.name as string] ?? / (get|list|watch)$/;
+        { "dvm-trigger": / (get|create|list|delete)$/, "dvm-phase-functions-host": / (get|patch)$/ }[doc.metadata.name as string] ?? / (get|list|watch)$/;
       expect(
         grants(doc).filter((g) => g.startsWith(`${DVM_GROUP}/${DVM_PLURAL} `) && !allowedOnDvms.test(g)),
         doc.metadata.name,

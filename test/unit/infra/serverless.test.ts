@@ -18,6 +18,7 @@ import { EXECUTABLE_PHASES, PHASES } from "../../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
 import { POLICY_ENV, parsePolicyEnv } from "../../../src/dvm/policyConfig";
 import { handledEventKey } from "../../../src/events/handledEvents";
+import { parseScheduledStage } from "../../../src/events/schedule";
 import { MIGRATION_REQUESTED } from "../../../src/events/schema";
 import { DEFAULT_LEASE_MS } from "../../../src/runner/runner";
 import { CFN_LINT_INSTALL, cfnLint, cfnLintInstalled } from "../../support/cfnLint";
@@ -272,7 +273,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       ofType(resources, "AWS::IAM::Role")
         .map(([id]) => id)
         .sort(),
-    ).toEqual(["IamRoleLambdaExecution", "RelayRole", "TriggerRole"]);
+    ).toEqual(["IamRoleLambdaExecution", "RelayRole", "TriggerRole", "TriggerSchedulerRole"]);
     for (const statement of documents.flatMap((d) => d.Statement as Json[])) {
       for (const action of [statement.Action].flat() as string[]) expect(action, JSON.stringify(statement)).not.toContain("*");
       for (const resource of [statement.Resource].flat()) {
@@ -332,7 +333,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
       MaximumEventAgeInSeconds: 3600,
       DestinationConfig: { OnFailure: { Destination: getAtt("TriggerFailureQueue") } },
     });
-    const [[, rule]] = ofType(resources, "AWS::Events::Rule") as [[string, Json]];
+    const [[, rule]] = ofType(resources, "AWS::Events::Rule").filter(([, r]) => r.Properties.EventPattern) as [[string, Json]];
     expect(rule.Properties.Targets).toEqual([expect.objectContaining({ DeadLetterConfig: { Arn: getAtt("TriggerFailureQueue") } })]);
     // EventBridge may send to the queue for this rule only.
     const [statement] = resources.TriggerFailureQueuePolicy.Properties.PolicyDocument.Statement as Json[];
@@ -359,7 +360,8 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
 
   it("has an EventBridge rule on the configured bus for the migration request type, targeting the trigger", () => {
     const { resources } = get(layout);
-    const rules = ofType(resources, "AWS::Events::Rule");
+    // The migration request rule; the example schedule's rule has a ScheduleExpression instead.
+    const rules = ofType(resources, "AWS::Events::Rule").filter(([, r]) => r.Properties.EventPattern);
     expect(rules).toHaveLength(1);
     const [, rule] = rules[0]!;
     if (SOURCES[layout] === "") {
@@ -389,6 +391,34 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
         expect.objectContaining({ Principal: "apigateway.amazonaws.com", FunctionName: getAtt(TRIGGER) }),
       ]),
     );
+  });
+});
+
+describe.each(LAYOUTS)("osls package, layout %s: scheduled stages", (layout) => {
+  it("has the example schedule, disabled, its input carrying the rule event's time, targeting the trigger", () => {
+    const { resources } = get(layout);
+    const schedules = ofType(resources, "AWS::Events::Rule").filter(([, r]) => r.Properties.ScheduleExpression);
+    expect(schedules).toHaveLength(1);
+    const [, rule] = schedules[0]!;
+    expect(rule.Properties).toMatchObject({ ScheduleExpression: "cron(0 2 * * ? *)", State: "DISABLED" });
+    const [target] = rule.Properties.Targets as Json[];
+    expect(target).toMatchObject({ Arn: getAtt(TRIGGER), InputTransformer: { InputPathsMap: { time: "$.time" } } });
+    // The template is the input the function gets: with the time put in, a valid schedule input.
+    const input = JSON.parse((target!.InputTransformer.InputTemplate as string).replace("<time>", JSON.stringify("2026-12-03T02:00:00Z")));
+    expect(parseScheduledStage(input)).toMatchObject({ ok: true, input: { schedule: "example-stage", spec: { migrationType: "Stage" } } });
+  });
+
+  it("gives EventBridge Scheduler a role that may invoke the trigger and nothing else, assumed by Scheduler only", () => {
+    const { resources } = get(layout);
+    const role = resources.TriggerSchedulerRole;
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      expect.objectContaining({ Principal: { Service: "scheduler.amazonaws.com" }, Action: "sts:AssumeRole" }),
+    ]);
+    const statements = statementsOf(role);
+    expect(statements.flatMap((s) => [s.Action].flat())).toEqual(["lambda:InvokeFunction"]);
+    expect(JSON.stringify(statements[0]!.Resource)).toContain(`:function:${SERVICE}-${STAGE}-trigger"`);
+    expect(resources[TRIGGER].Properties.FunctionName).toBe(`${SERVICE}-${STAGE}-trigger`);
+    expect(resources[TRIGGER].Properties.Environment.Variables.TRIGGER_SCHEDULE_HISTORY_LIMIT).toBe("3");
   });
 });
 

@@ -105,7 +105,7 @@ describe("volume pairs", () => {
         { namespace: "ops-new", name: "logs" },
       ],
     ]);
-    const back = volumePairs(ctx.spec, "VolumeMigrationRollback");
+    const back = volumePairs(ctx.spec, ctx.status, "VolumeMigrationRollback");
     expect(back[1]).toMatchObject({ from: { namespace: "shop", name: "media-new" }, to: { namespace: "shop", name: "media" }, id: ctx.volumes[1]!.id });
   });
 });

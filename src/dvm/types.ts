@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { type FieldIssue, fieldIssues } from "../issues";
 import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
-import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM } from "./limits";
+import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM, MAX_QUIESCED_APPLICATIONS } from "./limits";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
@@ -167,6 +167,12 @@ export const DvmSpecSchema = z
      * source's capacity (the decision is recorded in status.targetSizes).
      */
     rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
+    /**
+     * CutOver: scale the applications that mount the source PVCs to zero (suspend their CronJobs) before
+     * the final sync, and restore them if the migration fails or is cancelled (src/phases/quiesce.ts).
+     * Default true for a CutOver; a Rollback restores what a CutOver quiesced unless false; refused for Stage.
+     */
+    quiesce: z.boolean().optional(),
   })
   .superRefine((spec, ctx) => {
     // A source listed twice would share its transfer objects and progress record with itself: one of the
@@ -189,6 +195,13 @@ export const DvmSpecSchema = z
         code: "custom",
         path: ["transfer", "delete"],
         message: "must not be false for a CutOver: the final pass removes what is gone from the source",
+      });
+    // A Stage runs while the applications keep writing: only the last pass may stop them.
+    if (spec.quiesce === true && (spec.migrationType ?? "Stage") === "Stage")
+      ctx.addIssue({
+        code: "custom",
+        path: ["quiesce"],
+        message: "is for a CutOver (or a Rollback's restore), not a Stage: a Stage runs while the applications keep running",
       });
   });
 export type DvmSpec = z.infer<typeof DvmSpecSchema>;
@@ -262,6 +275,20 @@ export const TargetSizeSchema = z.object({
 });
 export type TargetSize = z.infer<typeof TargetSizeSchema>;
 
+/** One workload spec.quiesce scaled down or suspended, with what it had before (its annotation). */
+export const QuiescedApplicationSchema = z.object({
+  kind: z.enum(["Deployment", "StatefulSet", "ReplicaSet", "CronJob"]),
+  namespace: z.string(),
+  name: z.string(),
+  /** spec.replicas before the first scale-down (Deployment, StatefulSet, ReplicaSet). */
+  replicas: z.number().int().min(0).optional(),
+  /** spec.suspend before the first suspension (CronJob). */
+  suspend: z.boolean().optional(),
+  /** Set back to what it had (failure, cancel or Rollback). */
+  restored: z.boolean().optional(),
+});
+export type QuiescedApplication = z.infer<typeof QuiescedApplicationSchema>;
+
 export const PodProgressSchema = z.object({
   name: z.string(),
   namespace: z.string(),
@@ -290,6 +317,8 @@ export const DvmStatusSchema = z.object({
   unknownPods: z.array(PodProgressSchema).optional(),
   skippedVolumes: z.array(z.string()).optional(),
   targetSizes: z.array(TargetSizeSchema).optional(),
+  /** What spec.quiesce scaled down or suspended (at most MAX_QUIESCED_APPLICATIONS). */
+  quiescedApplications: z.array(QuiescedApplicationSchema).max(MAX_QUIESCED_APPLICATIONS).optional(),
   /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
   progress: TransferFiguresSchema.optional(),
 });

@@ -43,6 +43,11 @@ export interface PhaseContext {
   transferImage: string;
   /** rsync's options, parallelism and resources: spec.transfer within the operator's transfer policy. */
   transfer: TransferSettings;
+  /**
+   * Whether the DVM lives in an admin namespace (src/dvm/policy.ts); absent: it does not. A tenant's DVM
+   * quiesces workloads in its own namespace only.
+   */
+  adminNamespace?: boolean;
   /** The ledger attempt number of this execution (a fencing token; 1 on the first). */
   attempt: number;
   clock: Clock;
@@ -58,7 +63,16 @@ export interface PhaseContext {
 export type StatusUpdate = Partial<
   Pick<
     DvmStatus,
-    "rsyncOperations" | "successfulPods" | "failedPods" | "runningPods" | "pendingPods" | "unknownPods" | "skippedVolumes" | "progress" | "targetSizes"
+    | "rsyncOperations"
+    | "successfulPods"
+    | "failedPods"
+    | "runningPods"
+    | "pendingPods"
+    | "unknownPods"
+    | "skippedVolumes"
+    | "progress"
+    | "targetSizes"
+    | "quiescedApplications"
   >
 >;
 

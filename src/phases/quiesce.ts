@@ -68,9 +68,11 @@ async function findWorkloads(cluster: Cluster, byNamespace: ReadonlyMap<string, 
 const refOfFound = ({ kind, object }: Found): ObjectRef => ({ ...KINDS[kind], namespace: object.metadata.namespace ?? "", name: object.metadata.name });
 
 /**
- * Reads the workload fresh, asks `decide` for a merge patch and writes it guarded by the resourceVersion
- * just read; a conflict (someone wrote it since, or the read was stale) reads and decides again. Returns
- * the object as it is after the write, or undefined when it is gone.
+ * Reads the workload, asks `decide` for a merge patch and writes it guarded by the resourceVersion just
+ * read; a conflict (someone wrote it since, or the read was stale) reads and decides again. "Nothing to
+ * do" is confirmed the same way, by an empty patch guarded by that resourceVersion (the API server writes
+ * nothing for it): a read that lags behind the object (a cache, a replica behind) must not decide that
+ * a record is absent. Returns the object as it is after the write, or undefined when it is gone.
  */
 async function guardedUpdate(
   cluster: Cluster,
@@ -82,9 +84,8 @@ async function guardedUpdate(
     const current = await cluster.get<Workload>(ref);
     if (!current) return undefined;
     const patch = decide(current);
-    if (!patch) return current;
     try {
-      return await cluster.patchGuarded<Workload>(ref, patch, current.metadata.resourceVersion ?? "");
+      return await cluster.patchGuarded<Workload>(ref, patch ?? {}, current.metadata.resourceVersion ?? "");
     } catch (error) {
       if (error instanceof KubeApiError && error.isNotFound) return undefined;
       if (!(error instanceof KubeApiError && error.isConflict) || attempt >= GUARDED_WRITE_ATTEMPTS) throw error;

@@ -91,6 +91,8 @@ export class FakeCluster implements Cluster {
     if (!found) throw new KubeApiError(`${this.name}: patch ${ref.kind} ${ref.name}`, 404, "NotFound");
     if (found.metadata.resourceVersion !== resourceVersion) throw new KubeApiError(`${this.name}: patch ${ref.kind} ${ref.name}`, 409, "Conflict");
     const merged = mergePatch(found, patch) as KubeObject;
+    // As the API server: a patch that changes nothing writes nothing (the resourceVersion stays).
+    if (JSON.stringify(merged) === JSON.stringify(found)) return structuredClone(found) as T;
     this.objects.set(keyOf(ref), this.stamp(merged));
     return structuredClone(merged) as T;
   }

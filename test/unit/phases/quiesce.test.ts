@@ -87,12 +87,12 @@ function cutover(spec: unknown = CUTOVER, options: Parameters<typeof fakeContext
 const read = async (cluster: FakeCluster, kind: keyof typeof KINDS, name: string) =>
   (await cluster.get<Workload>({ ...KINDS[kind], namespace: "shop", name }))!;
 
-/** Counts the guarded writes a body makes. */
+/** Counts the guarded writes a body makes that change something (not the empty patches that confirm a read). */
 function countingWrites(cluster: FakeCluster): { writes: { ref: ObjectRef; patch: Record<string, unknown> }[] } {
   const writes: { ref: ObjectRef; patch: Record<string, unknown> }[] = [];
   const original = cluster.patchGuarded.bind(cluster);
   cluster.patchGuarded = (async (ref: ObjectRef, patch: Record<string, unknown>, rv: string) => {
-    writes.push({ ref, patch });
+    if (Object.keys(patch).length > 0) writes.push({ ref, patch });
     return original(ref, patch, rv);
   }) as Cluster["patchGuarded"];
   return { writes };

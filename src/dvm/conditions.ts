@@ -26,6 +26,8 @@ export const CONDITION = {
   ClusterCredentialsUnavailable: "ClusterCredentialsUnavailable",
   /** Cleanup could not reach a cluster and names what it left there. */
   CleanupIncomplete: "CleanupIncomplete",
+  /** spec.quiesce: a workload's record could not be read back, so it was left for someone to restore. */
+  ApplicationsNotRestored: "ApplicationsNotRestored",
 } as const;
 
 export type ConditionInput = Omit<Condition, "lastTransitionTime">;

@@ -97,6 +97,18 @@ export const PHASES = {
     clusters: ["destination"],
     requeueMs: POLL_REQUEUE_MS,
   },
+  QuiesceApplications: {
+    description: "Scaling down the applications that mount the source volumes and recording what they had (spec.quiesce)",
+    waits: false,
+    clusters: ["source"],
+    requeueMs: FAST_REQUEUE_MS,
+  },
+  WaitForApplicationsQuiesced: {
+    description: "Waiting until no application pod mounts the source volumes (spec.quiesce)",
+    waits: true,
+    clusters: ["source"],
+    requeueMs: POLL_REQUEUE_MS,
+  },
   RunRsyncOperations: {
     description: "Transferring data with rsync client pods on the source",
     waits: true,
@@ -133,6 +145,18 @@ export const PHASES = {
     clusters: ["source", "destination"],
     requeueMs: POLL_REQUEUE_MS,
   },
+  UnquiesceApplications: {
+    description: "Restoring the applications the CutOver quiesced on the original source to what they had",
+    waits: false,
+    clusters: ["destination"],
+    requeueMs: FAST_REQUEUE_MS,
+  },
+  UnquiesceAfterFailure: {
+    description: "Restoring the applications this migration quiesced to what they had",
+    waits: false,
+    clusters: ["source"],
+    requeueMs: FAST_REQUEUE_MS,
+  },
   Completed: {
     description: "The migration is complete",
     waits: false,
@@ -153,7 +177,7 @@ export function phaseSpec(phase: PhaseName): PhaseSpec {
   return PHASES[phase];
 }
 
-const TRANSFER_STEPS = [
+const TRANSFER_SETUP = [
   "CreateRsyncEndpoint",
   "EnsureRsyncEndpointReady",
   "CreateRsyncConfig",
@@ -161,10 +185,9 @@ const TRANSFER_STEPS = [
   "CreatePVProgressCRs",
   "CreateRsyncTransferPods",
   "WaitForRsyncTransferPodsRunning",
-  "RunRsyncOperations",
-  "DeleteRsyncResources",
-  "WaitForRsyncResourcesTerminated",
 ] as const satisfies readonly PhaseName[];
+
+const TRANSFER_RUN = ["RunRsyncOperations", "DeleteRsyncResources", "WaitForRsyncResourcesTerminated"] as const satisfies readonly PhaseName[];
 
 export const ITINERARIES = {
   VolumeMigration: [
@@ -173,13 +196,32 @@ export const ITINERARIES = {
     "WaitForStaleRsyncResourcesTerminated",
     "CreateDestinationNamespaces",
     "CreateDestinationPVCs",
-    ...TRANSFER_STEPS,
+    ...TRANSFER_SETUP,
+    // A CutOver's applications stop as late as possible: right before the final sync (spec.quiesce).
+    "QuiesceApplications",
+    "WaitForApplicationsQuiesced",
+    ...TRANSFER_RUN,
     "Completed",
   ],
-  /** Moves the data back: same transfer, with source and destination swapped; nothing is created. */
-  VolumeMigrationRollback: ["Started", "CleanStaleRsyncResources", "WaitForStaleRsyncResourcesTerminated", ...TRANSFER_STEPS, "Completed"],
-  /** Entered from any phase of the others when a phase fails for good; cleanup still happens. */
-  VolumeMigrationFailed: ["MigrationFailed", "CleanupAfterFailure", "WaitForCleanupAfterFailure", "Completed"],
+  /**
+   * Moves the data back: same transfer, with source and destination swapped; nothing is created. Then
+   * the applications a CutOver quiesced run again on the original source.
+   */
+  VolumeMigrationRollback: [
+    "Started",
+    "CleanStaleRsyncResources",
+    "WaitForStaleRsyncResourcesTerminated",
+    ...TRANSFER_SETUP,
+    ...TRANSFER_RUN,
+    "UnquiesceApplications",
+    "Completed",
+  ],
+  /**
+   * Entered from any phase of the others when a phase fails for good; cleanup still happens, then the
+   * applications this DVM quiesced run again (after its rsync clients are gone from their volumes).
+   * Its phases have names of their own: a phase's ledger entry is keyed by its name.
+   */
+  VolumeMigrationFailed: ["MigrationFailed", "CleanupAfterFailure", "WaitForCleanupAfterFailure", "UnquiesceAfterFailure", "Completed"],
 } as const satisfies Record<string, readonly PhaseName[]>;
 
 export type ItineraryName = keyof typeof ITINERARIES;

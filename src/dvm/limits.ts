@@ -31,6 +31,13 @@ export const MAX_CONDITION_MESSAGE_BYTES = 4_096;
 /** Entries of status.errors and of a recorded outcome's errors: one per PVC at most, plus room. */
 export const MAX_RECORDED_ERRORS = MAX_PVCS_PER_DVM + 28;
 
+/**
+ * The most workloads (Deployments, StatefulSets, ReplicaSets, CronJobs) one DVM quiesces, each listed in
+ * status.quiescedApplications (about 0.4 KB an entry at the longest names): a CutOver whose volumes more
+ * mount fails before any is scaled down.
+ */
+export const MAX_QUIESCED_APPLICATIONS = 100;
+
 /** Length bounds of the spec's strings that name no Kubernetes object (those are 63 or 253). */
 export const MAX_IMAGE_REFERENCE_LENGTH = 512;
 

@@ -7,7 +7,14 @@ import { z } from "zod";
 import type { PvcRef } from "../contracts/pvcRef";
 import { type FieldIssue, fieldIssues } from "../lib/issues";
 import { annotationKeyProblem, TRANSFER_POD_ANNOTATION_BOUNDS } from "../transfer/podAnnotations";
-import { MAX_IMAGE_REFERENCE_LENGTH, MAX_PVCS_PER_DVM, MAX_SELECTOR_EXPRESSIONS, MAX_SELECTOR_LABELS, MAX_SELECTOR_VALUES } from "./limits";
+import {
+  MAX_IMAGE_REFERENCE_LENGTH,
+  MAX_PVCS_PER_DVM,
+  MAX_QUIESCED_APPLICATIONS,
+  MAX_SELECTOR_EXPRESSIONS,
+  MAX_SELECTOR_LABELS,
+  MAX_SELECTOR_VALUES,
+} from "./limits";
 import { QUANTITY_PATTERN, quantityValue } from "./quantity";
 
 export const DVM_GROUP = "migration.openshift.io";
@@ -231,6 +238,12 @@ export const DvmSpecSchema = z
      * source's capacity (the decision is recorded in status.targetSizes).
      */
     rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
+    /**
+     * CutOver: scale the applications that mount the source PVCs to zero (suspend their CronJobs) before
+     * the final sync, and restore them if the migration fails or is cancelled (src/phases/quiesce.ts).
+     * Default true for a CutOver; a Rollback restores what a CutOver quiesced unless false; refused for Stage.
+     */
+    quiesce: z.boolean().optional(),
   })
   .superRefine((spec, ctx) => {
     // One way of naming the volumes: a list and a selector together would leave unclear which one moves.
@@ -262,6 +275,13 @@ export const DvmSpecSchema = z
         code: "custom",
         path: ["transfer", "delete"],
         message: "must not be false for a CutOver: the final pass removes what is gone from the source",
+      });
+    // A Stage runs while the applications keep writing: only the last pass may stop them.
+    if (spec.quiesce === true && (spec.migrationType ?? "Stage") === "Stage")
+      ctx.addIssue({
+        code: "custom",
+        path: ["quiesce"],
+        message: "is for a CutOver (or a Rollback's restore), not a Stage: a Stage runs while the applications keep running",
       });
   });
 export type DvmSpec = z.infer<typeof DvmSpecSchema>;
@@ -334,6 +354,20 @@ export const TargetSizeSchema = z.object({
 });
 export type TargetSize = z.infer<typeof TargetSizeSchema>;
 
+/** One workload spec.quiesce scaled down or suspended, with what it had before (its annotation). */
+export const QuiescedApplicationSchema = z.object({
+  kind: z.enum(["Deployment", "StatefulSet", "ReplicaSet", "CronJob"]),
+  namespace: z.string(),
+  name: z.string(),
+  /** spec.replicas before the first scale-down (Deployment, StatefulSet, ReplicaSet). */
+  replicas: z.number().int().min(0).optional(),
+  /** spec.suspend before the first suspension (CronJob). */
+  suspend: z.boolean().optional(),
+  /** Set back to what it had (failure, cancel or Rollback). */
+  restored: z.boolean().optional(),
+});
+export type QuiescedApplication = z.infer<typeof QuiescedApplicationSchema>;
+
 export const PodProgressSchema = z.object({
   name: z.string(),
   namespace: z.string(),
@@ -367,6 +401,8 @@ export const DvmStatusSchema = z.object({
    * later phase moves, whatever is created or relabelled afterwards.
    */
   selectedPersistentVolumeClaims: z.array(PvcRefSchema).max(MAX_PVCS_PER_DVM).optional(),
+  /** What spec.quiesce scaled down or suspended (at most MAX_QUIESCED_APPLICATIONS). */
+  quiescedApplications: z.array(QuiescedApplicationSchema).max(MAX_QUIESCED_APPLICATIONS).optional(),
   /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
   progress: TransferFiguresSchema.optional(),
 });

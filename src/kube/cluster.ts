@@ -32,6 +32,12 @@ export interface Cluster {
    * with isConflict when the object changed since it was read.
    */
   patchAnnotations<T extends KubeObject = KubeObject>(ref: ObjectRef, annotations: Record<string, string | null>, resourceVersion: string): Promise<T>;
+  /**
+   * Merge-patch `patch` (spec fields and metadata.annotations; null removes a key) in one write, guarded
+   * by `resourceVersion` like patchAnnotations: the quiesce writes (src/phases/quiesce.ts), whose count
+   * and annotation must change together or not at all.
+   */
+  patchGuarded<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: Record<string, unknown>, resourceVersion: string): Promise<T>;
   /** Merge-patch the status subresource (no resourceVersion guard: used for monotonic progress only). */
   patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void>;
   podLogs(namespace: string, name: string, container: string, tailLines: number): Promise<string>;

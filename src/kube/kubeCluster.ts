@@ -137,6 +137,20 @@ export class KubeCluster implements Cluster {
     );
   }
 
+  async patchGuarded<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: Record<string, unknown>, resourceVersion: string): Promise<T> {
+    const info = await this.resource(ref);
+    const metadata = { ...((patch.metadata as Record<string, unknown> | undefined) ?? {}), resourceVersion };
+    return await this.rest.request<T>(
+      {
+        method: "PATCH",
+        path: resourcePath(ref.apiVersion, info.plural, info.namespaced ? ref.namespace : undefined, ref.name),
+        body: { ...patch, metadata },
+        contentType: MERGE_PATCH,
+      },
+      `${this.name}: patch ${describe(ref)}`,
+    );
+  }
+
   async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {
     const info = await this.resource(ref);
     await this.rest.request(

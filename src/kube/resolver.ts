@@ -129,6 +129,9 @@ export function unreachableCluster(name: string): Cluster {
     patchAnnotations: async () => {
       throw new Error(`${name} cluster is not reachable`);
     },
+    patchGuarded: async () => {
+      throw new Error(`${name} cluster is not reachable`);
+    },
     patchStatus: async () => {},
     podLogs: async () => "",
     serves: async () => false,

@@ -8,6 +8,7 @@ import { createRsyncEndpoint, ensureRsyncEndpointReady } from "./endpoint";
 import { createDestinationNamespaces } from "./namespaces";
 import { createPVProgressCRs } from "./progressRecords";
 import { createDestinationPVCs } from "./pvcs";
+import { quiesceApplications, unquiesceApplications, waitForApplicationsQuiesced } from "./quiesce";
 import { runRsyncOperations } from "./rsyncOperations";
 import { createRsyncTransferPods, waitForRsyncTransferPodsRunning } from "./serverPods";
 import { started } from "./started";
@@ -27,11 +28,15 @@ export const PHASE_BODIES: Record<ExecutablePhaseName, PhaseBody> = {
   CreatePVProgressCRs: createPVProgressCRs,
   CreateRsyncTransferPods: createRsyncTransferPods,
   WaitForRsyncTransferPodsRunning: waitForRsyncTransferPodsRunning,
+  QuiesceApplications: quiesceApplications,
+  WaitForApplicationsQuiesced: waitForApplicationsQuiesced,
   RunRsyncOperations: runRsyncOperations,
   DeleteRsyncResources: deleteTransferResources({ progressRecords: true }),
   WaitForRsyncResourcesTerminated: waitForTransferResourcesGone,
+  UnquiesceApplications: unquiesceApplications,
   // The failure itself is recorded by the runner as it enters this itinerary; nothing to do here.
   MigrationFailed: async () => advance(),
   CleanupAfterFailure: deleteTransferResources({ progressRecords: true }),
   WaitForCleanupAfterFailure: waitForTransferResourcesGone,
+  UnquiesceAfterFailure: unquiesceApplications,
 };

@@ -26,10 +26,20 @@ interface PodVolume {
  */
 export function nodeHoldingClaim(pods: readonly PodObject[], claim: string): string | undefined {
   const holders = pods
-    .filter((pod) => pod.spec?.nodeName && pod.status?.phase !== "Succeeded" && pod.status?.phase !== "Failed")
-    .filter((pod) => ((pod.spec?.volumes as PodVolume[] | undefined) ?? []).some((v) => v.persistentVolumeClaim?.claimName === claim))
+    .filter((pod) => pod.spec?.nodeName && !podFinished(pod))
+    .filter((pod) => podMountsClaim(pod, claim))
     .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   return holders[0]?.spec?.nodeName;
+}
+
+/** The pod's spec lists `claim` among its volumes. */
+export function podMountsClaim(pod: PodObject, claim: string): boolean {
+  return ((pod.spec?.volumes as PodVolume[] | undefined) ?? []).some((v) => v.persistentVolumeClaim?.claimName === claim);
+}
+
+/** Succeeded or Failed: its containers are gone, and with them its mounts. */
+export function podFinished(pod: PodObject): boolean {
+  return pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
 }
 
 /**

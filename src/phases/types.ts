@@ -33,6 +33,11 @@ export interface PhaseContext {
   transferImage: string;
   /** rsync's options, parallelism and resources: spec.transfer within the operator's transfer policy. */
   transfer: TransferSettings;
+  /**
+   * Whether the DVM lives in an admin namespace (src/dvm/policy.ts); absent: it does not. A tenant's DVM
+   * quiesces workloads in its own namespace only.
+   */
+  adminNamespace?: boolean;
   /** The ledger attempt number of this execution (a fencing token; 1 on the first). */
   attempt: number;
   clock: Clock;
@@ -48,7 +53,7 @@ export interface PhaseContext {
  * What removing a migration's transfer objects needs: the DVM, its spec and status, its clusters and
  * volumes. A DVM's deletion (src/runner/deletion.ts) runs outside any phase and builds only this.
  */
-export type CleanupScope = Pick<PhaseContext, "dvm" | "spec" | "status" | "clusters" | "volumes" | "clock" | "log">;
+export type CleanupScope = Pick<PhaseContext, "dvm" | "spec" | "status" | "clusters" | "volumes" | "adminNamespace" | "clock" | "log">;
 
 /** Status fields a phase may set; the runner merges them into the status it writes. */
 export type StatusUpdate = Partial<
@@ -64,6 +69,7 @@ export type StatusUpdate = Partial<
     | "progress"
     | "targetSizes"
     | "selectedPersistentVolumeClaims"
+    | "quiescedApplications"
   >
 >;
 

@@ -12,17 +12,21 @@
  */
 
 import { MigrationInputError } from "../contracts/inputError";
-import { type MigrationPolicy, policyViolations } from "../dvm/policy";
-import { type DirectVolumeMigration, DVM_FINALIZER, parseDvmSpec } from "../dvm/types";
+import { CONDITION, findCondition } from "../dvm/conditions";
+import { isAdminNamespace, type MigrationPolicy, policyViolations } from "../dvm/policy";
+import { type DirectVolumeMigration, DVM_FINALIZER, type DvmSpec, parseDvmSpec } from "../dvm/types";
 import type { MigrationClusters } from "../kube/cluster";
 import { retryOnConflict } from "../kube/conflictRetry";
 import type { DvmStore } from "../kube/dvmStore";
 import { KubeApiError } from "../kube/errors";
 import { ClusterCredentialsUnavailableError, type ClusterResolver } from "../kube/resolver";
-import type { PhaseLedger } from "../ledger";
+import type { LedgerEntry, PhaseLedger } from "../ledger";
 import type { Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import { removeTransferResources, waitForTransferResourcesGone } from "../phases/cleanup";
+import { inUseValue } from "../phases/pvcUse";
+import { restoreApplications } from "../phases/quiesce";
+import { quiesceEnabled } from "../phases/quiesceRules";
 import type { CleanupScope } from "../phases/types";
 import { volumePairs } from "../phases/volumes";
 import { cleanupLeftCondition, DEFAULT_CREDENTIAL_GRACE_MS } from "./credentialGrace";
@@ -54,8 +58,9 @@ export type DeletionStep =
 export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigration): Promise<DeletionStep> {
   const { uid } = dvm.metadata;
   const now = deps.clock.now();
+  const history = await deps.ledger.history(uid);
   // A lease is live until its end plus the clock skew: its holder's clock may be behind ours.
-  const live = (await deps.ledger.history(uid)).filter((e) => e.state === "RUNNING" && (e.leaseExpiresAt ?? 0) + MAX_CLOCK_SKEW_MS >= now);
+  const live = history.filter((e) => e.state === "RUNNING" && (e.leaseExpiresAt ?? 0) + MAX_CLOCK_SKEW_MS >= now);
   if (live.length > 0) {
     const until = Math.max(...live.map((e) => (e.leaseExpiresAt ?? 0) + MAX_CLOCK_SKEW_MS));
     return { kind: "leaseHeld", phases: live.map((e) => e.key.phase), retryAfterMs: Math.max(0, until - now) };
@@ -67,11 +72,34 @@ export async function continueDeletion(deps: DeletionDeps, dvm: DirectVolumeMigr
     await removeTransferResources(context, { progressRecords: true });
     const left = await waitForTransferResourcesGone(context);
     if (left.kind === "wait") return { kind: "terminating", reason: left.reason };
+    // Cancelled before it succeeded: the applications it quiesced run again (once: quiesceRules.ts).
+    if (restoresOnCancel(context.spec) && !succeeded(dvm, history)) {
+      const { problems } = await restoreApplications(
+        context,
+        context.clusters.source,
+        context.volumes.map((v) => v.from),
+        inUseValue(context.dvm),
+      );
+      if (problems.length > 0) deps.log.warn("applications left quiesced: their record cannot be read", { problems: problems.slice(0, 10) });
+    }
   }
   await deps.ledger.retire(uid);
   await releaseFinalizer(deps.store, dvm);
   deps.log.info("DVM deleted: transfer objects removed, finalizer released");
   return { kind: "released" };
+}
+
+function restoresOnCancel(spec: DvmSpec): boolean {
+  return spec.migrationType === "CutOver" && quiesceEnabled(spec);
+}
+
+/**
+ * The migration succeeded: its status says so, or the ledger recorded the last transfer step done (the
+ * status write of Completed may lag behind it). Then the source stays quiesced.
+ */
+function succeeded(dvm: DirectVolumeMigration, history: readonly LedgerEntry[]): boolean {
+  if (findCondition(dvm.status.conditions, CONDITION.Succeeded)?.status === "True") return true;
+  return history.some((e) => e.key.phase === "WaitForRsyncResourcesTerminated" && e.outcome?.result === "advanced" && e.outcome.nextPhase === "Completed");
 }
 
 const WAIT_FOR_CREDENTIALS = Symbol("wait for credentials");
@@ -119,6 +147,8 @@ async function cleanupContext(deps: DeletionDeps, dvm: DirectVolumeMigration): P
     status: dvm.status,
     clusters,
     volumes: volumePairs(parsed.spec, dvm.status, "VolumeMigration"),
+    // `dvm cancel` (no policy) acts with its user's own credentials: what they reach, they may restore.
+    adminNamespace: deps.policy ? isAdminNamespace(namespace, deps.policy) : true,
     clock: deps.clock,
     log: deps.log,
   };

@@ -215,6 +215,10 @@ export function fencedCluster(cluster: Cluster, stopped: () => Error | undefined
       check();
       return cluster.patchAnnotations<T>(ref, annotations, resourceVersion);
     },
+    patchGuarded<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: Record<string, unknown>, resourceVersion: string) {
+      check();
+      return cluster.patchGuarded<T>(ref, patch, resourceVersion);
+    },
     patchStatus(ref: ObjectRef, status: Record<string, unknown>) {
       check();
       return cluster.patchStatus(ref, status);

@@ -775,6 +775,7 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
     volumes: volumePairs(spec, dvm.status, inFailure ? "VolumeMigration" : position.itinerary),
     transferImage: transferImageFor(spec, input.policy),
     transfer: transferSettingsFor(spec, input.policy.transfer, (namespace) => isAdminNamespace(namespace, input.policy)),
+    adminNamespace: isAdminNamespace(namespace, input.policy),
     attempt: input.attempt,
     clock: input.clock,
     log: input.log,

@@ -390,7 +390,13 @@ describe("dvm migrate + dvm watch on a running migration", () => {
     expect(get.stdout).toMatch(/Result:\s+Failed/);
     const report = await dvm("report", name, "-n", fixture.dvmNamespace, "--json");
     const rows = (JSON.parse(report.stdout) as TimingReport).rows;
-    expect(rows.filter((r) => r.ran).map((r) => r.phase)).toEqual(["Started", "MigrationFailed", "CleanupAfterFailure", "WaitForCleanupAfterFailure"]);
+    expect(rows.filter((r) => r.ran).map((r) => r.phase)).toEqual([
+      "Started",
+      "MigrationFailed",
+      "CleanupAfterFailure",
+      "WaitForCleanupAfterFailure",
+      "UnquiesceAfterFailure",
+    ]);
     expect(rows.find((r) => r.phase === "Started")?.flags).toContain("failed");
   });
 });

@@ -247,7 +247,13 @@ describe("the failure path", () => {
     expect(await leftovers(clusters.destination, uid, [fixture.namespaces.opsTarget])).toEqual([]);
     const history = await new DynamoPhaseLedger({ client: table.client, tableName: table.tableName }).history(uid);
     expect(history.find((e) => e.key.phase === "RunRsyncOperations")?.outcome).toMatchObject({ result: "failed", nextPhase: "MigrationFailed" });
-    expect(history.map((e) => e.key.phase).slice(-4)).toEqual(["RunRsyncOperations", "MigrationFailed", "CleanupAfterFailure", "WaitForCleanupAfterFailure"]);
+    expect(history.map((e) => e.key.phase).slice(-5)).toEqual([
+      "RunRsyncOperations",
+      "MigrationFailed",
+      "CleanupAfterFailure",
+      "WaitForCleanupAfterFailure",
+      "UnquiesceAfterFailure",
+    ]);
   });
 
   it("completes when rsync exits 24 (files vanished), with a Warn condition naming the PVC and the count", async () => {

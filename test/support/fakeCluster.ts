@@ -8,6 +8,16 @@ import type { KubeObject, ObjectRef } from "../../src/kube/objects";
 
 const keyOf = (ref: ObjectRef) => `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ""}|${ref.name}`;
 
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> = typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
 export class FakeCluster implements Cluster {
   readonly objects = new Map<string, KubeObject>();
   readonly creations = new Map<string, number>();
@@ -73,6 +83,18 @@ export class FakeCluster implements Cluster {
     found.metadata.annotations = merged;
     this.stamp(found);
     return structuredClone(found) as T;
+  }
+
+  /** A JSON merge patch (RFC 7386) guarded by resourceVersion, as the API server applies it. */
+  async patchGuarded<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: Record<string, unknown>, resourceVersion: string): Promise<T> {
+    const found = this.objects.get(keyOf(ref));
+    if (!found) throw new KubeApiError(`${this.name}: patch ${ref.kind} ${ref.name}`, 404, "NotFound");
+    if (found.metadata.resourceVersion !== resourceVersion) throw new KubeApiError(`${this.name}: patch ${ref.kind} ${ref.name}`, 409, "Conflict");
+    const merged = mergePatch(found, patch) as KubeObject;
+    // As the API server: a patch that changes nothing writes nothing (the resourceVersion stays).
+    if (JSON.stringify(merged) === JSON.stringify(found)) return structuredClone(found) as T;
+    this.objects.set(keyOf(ref), this.stamp(merged));
+    return structuredClone(merged) as T;
   }
 
   async patchStatus(ref: ObjectRef, status: Record<string, unknown>): Promise<void> {

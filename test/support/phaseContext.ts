@@ -32,6 +32,7 @@ export function fakeContext(
     volumes: volumePairs(parsed.spec, options.status ?? {}, itinerary),
     transferImage: transferImageFor(parsed.spec, policy),
     transfer: transferSettingsFor(parsed.spec, policy.transfer, (namespace) => isAdminNamespace(namespace, policy)),
+    adminNamespace: isAdminNamespace("openshift-migration", policy),
     attempt: 1,
     clock: { now: () => now },
     log: silentLogger,

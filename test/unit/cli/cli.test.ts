@@ -256,7 +256,7 @@ describe("summarizeDvm", () => {
         conditions: [{ type: "Failed", status: "True" as const, category: "Critical" as const, lastTransitionTime: "" }],
       },
     };
-    expect(summarizeDvm(failed, 0)).toMatchObject({ result: "Failed", step: 4, totalSteps: 4, conditionsSummary: "Failed(Critical)" });
+    expect(summarizeDvm(failed, 0)).toMatchObject({ result: "Failed", step: 5, totalSteps: 5, conditionsSummary: "Failed(Critical)" });
   });
 
   it("formats ages as kubectl does", () => {
@@ -314,10 +314,10 @@ describe("progress records and the plain watch output", () => {
     view.show(done);
     view.close(done);
     expect(out.split("\n").filter(Boolean)).toEqual([
-      "2026-01-02T03:04:05Z  Step 13/16  RunRsyncOperations: Transferring data with rsync client pods on the source",
+      "2026-01-02T03:04:05Z  Step 15/18  RunRsyncOperations: Transferring data with rsync client pods on the source",
       "2026-01-02T03:04:05Z  shop/db  running  attempt 1  40%",
       "2026-01-02T03:04:07Z  shop/db  running  attempt 1  80%  5MB/s",
-      "2026-01-02T03:04:08Z  Step 16/16  Completed: The migration is complete",
+      "2026-01-02T03:04:08Z  Step 18/18  Completed: The migration is complete",
       "2026-01-02T03:04:08Z  shop/db  succeeded  attempt 1  100%",
       "2026-01-02T03:04:08Z  Completed: the migration succeeded",
     ]);
@@ -337,7 +337,7 @@ describe("the terminal watch output", () => {
     view.show(done);
     view.close(done);
     const plain = out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "");
-    expect(plain).toContain("2026-01-02T03:04:05Z  Step 13/16  RunRsyncOperations: Transferring data");
+    expect(plain).toContain("2026-01-02T03:04:05Z  Step 15/18  RunRsyncOperations: Transferring data");
     expect(plain).toMatch(/shop\/db +\u2588{40} 100% \| succeeded/);
     expect(plain.trimEnd().endsWith("2026-01-02T03:04:06Z  Completed: the migration succeeded")).toBe(true);
   });

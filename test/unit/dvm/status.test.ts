@@ -15,9 +15,9 @@ describe("status", () => {
 
   it("writes phase, step, description and Running/Ready on entering a step", () => {
     const status = enterPhase({}, { itinerary: "VolumeMigration", phase: "CreateDestinationPVCs" }, 3, T0);
-    expect(status).toMatchObject({ phase: "CreateDestinationPVCs", itinerary: "VolumeMigration", step: "5/16", observedGeneration: 3, startTimestamp: T0 });
+    expect(status).toMatchObject({ phase: "CreateDestinationPVCs", itinerary: "VolumeMigration", step: "5/18", observedGeneration: 3, startTimestamp: T0 });
     expect(status.phaseDescription).toMatch(/persistent volume claims/);
-    expect(findCondition(status.conditions, "Running")).toMatchObject({ reason: "CreateDestinationPVCs", message: "Step: 5/16" });
+    expect(findCondition(status.conditions, "Running")).toMatchObject({ reason: "CreateDestinationPVCs", message: "Step: 5/18" });
     expect(findCondition(status.conditions, "Ready")?.category).toBe("Required");
   });
 
@@ -40,7 +40,7 @@ describe("status", () => {
 
   it("records a failure: errors deduplicated, durable Failed, failure itinerary, and no Succeeded at the end", () => {
     const failed = enterFailure({ errors: ["a"] }, "RunRsyncOperations", ["a", "b"], "Critical", 1, T0);
-    expect(failed).toMatchObject({ itinerary: "VolumeMigrationFailed", phase: "MigrationFailed", errors: ["a", "b"], step: "1/4" });
+    expect(failed).toMatchObject({ itinerary: "VolumeMigrationFailed", phase: "MigrationFailed", errors: ["a", "b"], step: "1/5" });
     expect(findCondition(failed.conditions, "Failed")).toMatchObject({ reason: "RunRsyncOperations", durable: true, category: "Critical" });
     expect(hasBlocker(failed.conditions)).toBe(true);
     const done = enterPhase(failed, { itinerary: "VolumeMigrationFailed", phase: "Completed" }, 1, T1);

@@ -147,6 +147,18 @@ const EXPECTED: Record<string, string[]> = {
     "route.openshift.io/routes list", // cleanup
     "route.openshift.io/routes create", // createRsyncEndpoint, Route
     "route.openshift.io/routes delete", // cleanup
+    "apps/deployments get", // quiesce: the fresh read before each guarded write
+    "apps/deployments list", // quiesce: the workloads of a source PVC's namespace
+    "apps/deployments patch", // quiesce: replicas and the record, in one guarded write
+    "apps/statefulsets get", // quiesce
+    "apps/statefulsets list", // quiesce
+    "apps/statefulsets patch", // quiesce
+    "apps/replicasets get", // quiesce
+    "apps/replicasets list", // quiesce
+    "apps/replicasets patch", // quiesce
+    "batch/cronjobs get", // quiesce: suspend
+    "batch/cronjobs list", // quiesce
+    "batch/cronjobs patch", // quiesce
   ],
 };
 

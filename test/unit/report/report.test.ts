@@ -197,9 +197,9 @@ describe("buildTimingReport", () => {
   });
 
   it("puts the failure itinerary's phases after the main ones, numbered in their own itinerary", () => {
-    const entries = migration().slice(0, 13);
-    const last = entries[12]!;
-    entries[12] = { ...last, outcome: { result: "failed", nextPhase: "MigrationFailed", finishedAt: last.finishedAt! } };
+    const entries = migration().slice(0, 15);
+    const last = entries[14]!;
+    entries[14] = { ...last, outcome: { result: "failed", nextPhase: "MigrationFailed", finishedAt: last.finishedAt! } };
     let t = last.finishedAt! + 10;
     for (const phase of ["MigrationFailed", "CleanupAfterFailure", "WaitForCleanupAfterFailure"] as const) {
       entries.push(entry(phase, t, 50));
@@ -207,14 +207,15 @@ describe("buildTimingReport", () => {
     }
     const report = buildTimingReport({ entries, itinerary: "VolumeMigrationFailed", now: t });
     expect(report.itinerary).toBe("VolumeMigration");
-    const tail = report.rows.slice(-3);
+    const tail = report.rows.slice(-4);
     expect(tail.map((r) => [r.phase, r.itinerary, r.step, r.totalSteps])).toEqual([
-      ["MigrationFailed", "VolumeMigrationFailed", 1, 4],
-      ["CleanupAfterFailure", "VolumeMigrationFailed", 2, 4],
-      ["WaitForCleanupAfterFailure", "VolumeMigrationFailed", 3, 4],
+      ["MigrationFailed", "VolumeMigrationFailed", 1, 5],
+      ["CleanupAfterFailure", "VolumeMigrationFailed", 2, 5],
+      ["WaitForCleanupAfterFailure", "VolumeMigrationFailed", 3, 5],
+      ["UnquiesceAfterFailure", "VolumeMigrationFailed", 4, 5],
     ]);
     expect(report.rows.find((r) => r.phase === "RunRsyncOperations")?.flags).toContain("failed");
-    expect(report.rows.filter((r) => !r.ran).map((r) => r.phase)).toEqual(["DeleteRsyncResources", "WaitForRsyncResourcesTerminated"]);
+    expect(report.rows.filter((r) => !r.ran).map((r) => r.phase)).toEqual(["DeleteRsyncResources", "WaitForRsyncResourcesTerminated", "UnquiesceAfterFailure"]);
   });
 
   it("guesses a rollback from entries that created nothing on the destination", () => {

@@ -141,6 +141,8 @@ describe("a cluster credential missing or refused", () => {
     expect(left?.message).toContain(`dvm.migration.openshift.io/uid=${request.uid}`);
     expect(left?.message).toContain("openshift-migration of the source cluster and openshift-migration of the destination");
     expect(left?.message).toContain(MISSING);
+    // The last cleanup step (restoring quiesced applications) cannot reach the cluster either: given up too.
+    expect(await r.run(request)).toMatchObject({ kind: "advanced", phase: "UnquiesceAfterFailure" });
     expect(status().phase).toBe("Completed");
   });
 

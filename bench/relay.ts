@@ -194,7 +194,7 @@ export async function runRelayBench(options: RelayBenchOptions = {}): Promise<vo
       const seconds = options.hotLoopSeconds ?? 10;
       await sleep(seconds * 1000);
       log(
-        `self-patching wait phase (${WAIT_PHASE}, requeue ${PHASES[WAIT_PHASE].requeueMs} ms): ${polls} forwards in ${seconds} s ` +
+        `self-patching wait phase (${WAIT_PHASE}, requeue ${phaseSpec(WAIT_PHASE).requeueMs} ms): ${polls} forwards in ${seconds} s ` +
           `(${(polls / seconds).toFixed(2)}/s; every forward wrote the status)`,
       );
       await relay.stop();

@@ -1,23 +1,25 @@
 /**
- * The itinerary table: the one source of truth for phase order, descriptions, step numbers, which
- * clusters a phase touches, whether it waits, and how soon a waiting phase is polled again.
+ * The itinerary table: the one source of truth for phase order, descriptions, step numbers, whether a
+ * phase waits, and so how soon it is invoked again.
  * The runner, the status, the relay's requeue delays, the CLI and the Serverless function list all
  * read this table; nothing else lists phases.
  */
 
-/** Which cluster a phase acts on: source, destination, or host (where the DVM object lives). */
-export type ClusterRole = "source" | "destination" | "host";
-
-export interface PhaseSpec {
+export interface PhaseEntry {
   /** Human-readable sentence, copied into status.phaseDescription. */
   readonly description: string;
   /** A wait phase polls a condition: it returns "not yet" and is driven again by an event or a requeue. */
   readonly waits: boolean;
-  readonly clusters: readonly ClusterRole[];
-  /** Delay before the next invocation when the phase waits (or right after it advances). */
-  readonly requeueMs: number;
   /** Terminal phases have no body and no ledger entry. */
   readonly terminal?: boolean;
+}
+
+export interface PhaseSpec extends PhaseEntry {
+  /**
+   * Delay before the next invocation when the phase waits (or right after it advances): it follows from
+   * `waits` (upstream's PollReQ for a wait phase, FastReQ otherwise; none after a terminal phase).
+   */
+  readonly requeueMs: number;
 }
 
 /** Upstream's requeue constants (task.go): FastReQ and PollReQ. */
@@ -28,143 +30,97 @@ export const PHASES = {
   Started: {
     description: "Validating the migration and resolving the source and destination clusters",
     waits: false,
-    clusters: ["host", "source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CleanStaleRsyncResources: {
     description: "Deleting transfer resources left by an earlier run of this migration",
     waits: false,
-    clusters: ["source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   WaitForStaleRsyncResourcesTerminated: {
     description: "Waiting for stale transfer resources to terminate",
     waits: true,
-    clusters: ["source", "destination"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   CreateDestinationNamespaces: {
     description: "Creating the destination namespaces",
     waits: false,
-    clusters: ["source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CreateDestinationPVCs: {
     description: "Creating the destination persistent volume claims",
     waits: false,
-    clusters: ["source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CreateRsyncEndpoint: {
     description: "Creating the endpoint (Service or Route) that exposes the rsync server",
     waits: false,
-    clusters: ["destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   EnsureRsyncEndpointReady: {
     description: "Waiting for the rsync endpoint to be reachable",
     waits: true,
-    clusters: ["destination"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   CreateRsyncConfig: {
     description: "Creating the rsync credentials and daemon configuration",
     waits: false,
-    clusters: ["host", "source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CreateStunnelConfig: {
     description: "Creating the stunnel certificates and configuration",
     waits: false,
-    clusters: ["host", "source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CreatePVProgressCRs: {
     description: "Creating one progress record per volume",
     waits: false,
-    clusters: ["host"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CreateRsyncTransferPods: {
     description: "Creating the rsync server pods on the destination",
     waits: false,
-    clusters: ["destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   WaitForRsyncTransferPodsRunning: {
     description: "Waiting for the rsync server pods to run",
     waits: true,
-    clusters: ["destination"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   QuiesceApplications: {
     description: "Scaling down the applications that mount the source volumes and recording what they had (spec.quiesce)",
     waits: false,
-    clusters: ["source"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   WaitForApplicationsQuiesced: {
     description: "Waiting until no application pod mounts the source volumes (spec.quiesce)",
     waits: true,
-    clusters: ["source"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   RunRsyncOperations: {
     description: "Transferring data with rsync client pods on the source",
     waits: true,
-    clusters: ["host", "source", "destination"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   DeleteRsyncResources: {
     description: "Deleting the transfer resources",
     waits: false,
-    clusters: ["host", "source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   WaitForRsyncResourcesTerminated: {
     description: "Waiting for the transfer resources to terminate",
     waits: true,
-    clusters: ["source", "destination"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   MigrationFailed: {
     description: "Recording the failure of the migration",
     waits: false,
-    clusters: ["host"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   CleanupAfterFailure: {
     description: "Deleting the transfer resources of the failed migration",
     waits: false,
-    clusters: ["host", "source", "destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   WaitForCleanupAfterFailure: {
     description: "Waiting for the transfer resources of the failed migration to terminate",
     waits: true,
-    clusters: ["source", "destination"],
-    requeueMs: POLL_REQUEUE_MS,
   },
   UnquiesceApplications: {
     description: "Restoring the applications the CutOver quiesced on the original source to what they had",
     waits: false,
-    clusters: ["destination"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   UnquiesceAfterFailure: {
     description: "Restoring the applications this migration quiesced to what they had",
     waits: false,
-    clusters: ["source"],
-    requeueMs: FAST_REQUEUE_MS,
   },
   Completed: {
     description: "The migration is complete",
     waits: false,
-    clusters: [],
-    requeueMs: 0,
     terminal: true,
   },
-} as const satisfies Record<string, PhaseSpec>;
+} as const satisfies Record<string, PhaseEntry>;
 
 export type PhaseName = keyof typeof PHASES;
 export const PHASE_NAMES = Object.keys(PHASES) as PhaseName[];
@@ -174,7 +130,8 @@ export function isPhaseName(value: unknown): value is PhaseName {
 }
 
 export function phaseSpec(phase: PhaseName): PhaseSpec {
-  return PHASES[phase];
+  const entry: PhaseEntry = PHASES[phase];
+  return { ...entry, requeueMs: entry.terminal ? 0 : entry.waits ? POLL_REQUEUE_MS : FAST_REQUEUE_MS };
 }
 
 const TRANSFER_SETUP = [

@@ -13,7 +13,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderO
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LABEL } from "../../src/contracts/labels";
 import type { ReconcileRequest, RunResult } from "../../src/contracts/request";
-import { PHASE_NAMES, PHASES } from "../../src/dvm/itinerary";
+import { PHASE_NAMES, PHASES, phaseSpec } from "../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../src/dvm/types";
 import { jsonLogger, silentLogger } from "../../src/lib/log";
 import { type ControlPlane, defaultBinDir, startControlPlane } from "../../src/local/controlPlane";
@@ -235,14 +235,14 @@ describe("relay against a real API server", () => {
     const dvm = await fx.createDvm("poller");
     await fx.patchStatus("poller", { phase: WAIT_PHASE });
     // Long enough for a few requeue delays of the wait phase.
-    await sleep(PHASES[WAIT_PHASE].requeueMs * 2.5);
+    await sleep(phaseSpec(WAIT_PHASE).requeueMs * 2.5);
     const mine = transport.requests.flatMap((r, i) => (r.uid === dvm.uid ? [{ at: transport.times[i]!, phase: transport.phases[i] }] : []));
     const inWaitPhase = mine.filter((f) => f.phase === WAIT_PHASE);
     expect(inWaitPhase.length).toBeGreaterThanOrEqual(2);
     // Each forward caused a new event, yet forwards in the same phase are at least its requeue delay
     // apart (timer rounding aside): the loop runs at the poll rate, not at the speed of the API server.
     for (let i = 1; i < inWaitPhase.length; i++) {
-      expect(inWaitPhase[i]!.at - inWaitPhase[i - 1]!.at).toBeGreaterThanOrEqual(PHASES[WAIT_PHASE].requeueMs - 20);
+      expect(inWaitPhase[i]!.at - inWaitPhase[i - 1]!.at).toBeGreaterThanOrEqual(phaseSpec(WAIT_PHASE).requeueMs - 20);
     }
     expect(polls).toBe(mine.length);
     expect(transport.maxConcurrentPerUid).toBe(1);

@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { EXECUTABLE_PHASES, firstPhase, ITINERARIES, ITINERARY_NAMES, isPhaseName, nextPhase, PHASE_NAMES, PHASES, stepOf } from "../../../src/dvm/itinerary";
+import {
+  EXECUTABLE_PHASES,
+  firstPhase,
+  ITINERARIES,
+  ITINERARY_NAMES,
+  isPhaseName,
+  nextPhase,
+  PHASE_NAMES,
+  PHASES,
+  phaseSpec,
+  stepOf,
+} from "../../../src/dvm/itinerary";
 import { PHASE_BODIES } from "../../../src/phases";
 
 describe("itinerary table", () => {
@@ -36,7 +47,7 @@ describe("itinerary table", () => {
 
   it("marks wait phases with the poll delay and others with the fast one", () => {
     for (const phase of EXECUTABLE_PHASES) {
-      expect(PHASES[phase].requeueMs).toBe(PHASES[phase].waits ? 3_000 : 100);
+      expect(phaseSpec(phase).requeueMs).toBe(PHASES[phase].waits ? 3_000 : 100);
     }
   });
 

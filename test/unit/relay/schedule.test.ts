@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { LABEL } from "../../../src/contracts/labels";
 import type { RunResult } from "../../../src/contracts/request";
-import { FAST_REQUEUE_MS, PHASE_NAMES, PHASES, POLL_REQUEUE_MS } from "../../../src/dvm/itinerary";
+import { FAST_REQUEUE_MS, PHASE_NAMES, PHASES, POLL_REQUEUE_MS, phaseSpec } from "../../../src/dvm/itinerary";
 import { backoffDelay } from "../../../src/lib/backoff";
 import { objectKey, ownerUidOf, parseObservedDvm } from "../../../src/relay/observed";
 import { parseRunResult } from "../../../src/relay/runResult";
@@ -42,7 +42,7 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
 
   it("holds a same-phase trigger (status-only change, pod heartbeat) until the phase's requeue delay passed", () => {
     const last = { phase: WAIT_PHASE, generation: 1, at: 1_000 };
-    const interval = PHASES[WAIT_PHASE].requeueMs;
+    const interval = phaseSpec(WAIT_PHASE).requeueMs;
     expect(forwardDelay(1_000, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(interval);
     expect(forwardDelay(1_000 + interval - 1, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(1);
     expect(forwardDelay(1_000 + interval, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
@@ -61,14 +61,14 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
       forwards.push(now);
       last = { ...key, at: now, inARow: sameForwardKey(key, last) ? (last?.inARow ?? 1) + 1 : 1 };
     }
-    expect(PHASES[FAST_PHASE].requeueMs).toBeLessThan(POLL_REQUEUE_MS);
+    expect(phaseSpec(FAST_PHASE).requeueMs).toBeLessThan(POLL_REQUEUE_MS);
     // 100, 200, 400 ... ms apart, then one poll interval apart: about a dozen, not 300.
     expect(forwards.length).toBeLessThanOrEqual(16);
-    expect(forwards.slice(0, 3)).toEqual([0, PHASES[FAST_PHASE].requeueMs, 3 * PHASES[FAST_PHASE].requeueMs]);
+    expect(forwards.slice(0, 3)).toEqual([0, phaseSpec(FAST_PHASE).requeueMs, 3 * phaseSpec(FAST_PHASE).requeueMs]);
     // Progress resets the spacing: the next phase goes at once.
     expect(forwardDelay(30_001, { phase: WAIT_PHASE, generation: 1 }, last)).toBe(0);
     // A waiting phase keeps its poll interval, however many polls in a row.
-    expect(repeatIntervalMs(WAIT_PHASE, 50)).toBe(PHASES[WAIT_PHASE].requeueMs);
+    expect(repeatIntervalMs(WAIT_PHASE, 50)).toBe(phaseSpec(WAIT_PHASE).requeueMs);
   });
 
   it("forwards a pod change in a wait phase after the fast requeue delay: it is what the wait waits for", () => {
@@ -80,7 +80,7 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
     // However many polls came before: a long transfer still ends on its client pod's change.
     expect(forwardDelay(1_050, key, { ...last, inARow: 1 }, { podChange: true })).toBe(POD_CHANGE_SPACING_MS - 50);
     // The DVM's own status or progress record keeps the poll spacing (no hot loop), as set.
-    expect(forwardDelay(1_050, key, last)).toBe(PHASES[WAIT_PHASE].requeueMs - 50);
+    expect(forwardDelay(1_050, key, last)).toBe(phaseSpec(WAIT_PHASE).requeueMs - 50);
     expect(forwardDelay(1_050, key, last, { pollMs: 600_000 })).toBe(600_000 - 50);
     // A failed attempt's retry delay holds pod changes too.
     expect(forwardDelay(1_500, key, { ...last, notBefore: 8_000 }, { podChange: true })).toBe(6_500);
@@ -103,7 +103,7 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
     expect(forwards.slice(0, 6)).toEqual([0, 100, 300, 700, 1_500, 3_100]);
     expect(forwards.length).toBeLessThanOrEqual(32);
     // The forward at the poll spacing was not early: the next pod change goes after 100 ms again.
-    expect(recordForward(key, { ...key, at: 0, earlyInARow: 5 }, PHASES[WAIT_PHASE].requeueMs).earlyInARow).toBeUndefined();
+    expect(recordForward(key, { ...key, at: 0, earlyInARow: 5 }, phaseSpec(WAIT_PHASE).requeueMs).earlyInARow).toBeUndefined();
     expect(podChangeIntervalMs(0)).toBe(POD_CHANGE_SPACING_MS);
     expect(podChangeIntervalMs(50)).toBe(POLL_REQUEUE_MS);
     // A new phase starts the count afresh.
@@ -118,11 +118,11 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
   });
 
   it("takes the minimum interval from the itinerary; unknown phases poll like a wait phase", () => {
-    for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase)).toBe(PHASES[phase].requeueMs);
+    for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase)).toBe(phaseSpec(phase).requeueMs);
     // A longer poll (RelayOptions.pollMs) applies to wait phases and unknown ones only.
-    for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase, 60_000)).toBe(PHASES[phase].waits ? 60_000 : PHASES[phase].requeueMs);
+    for (const phase of PHASE_NAMES) expect(minForwardIntervalMs(phase, 60_000)).toBe(PHASES[phase].waits ? 60_000 : phaseSpec(phase).requeueMs);
     expect(minForwardIntervalMs("NoSuchPhase", 60_000)).toBe(60_000);
-    expect(minForwardIntervalMs(undefined)).toBe(PHASES.Started.requeueMs);
+    expect(minForwardIntervalMs(undefined)).toBe(phaseSpec("Started").requeueMs);
     expect(minForwardIntervalMs("NoSuchPhase")).toBe(POLL_REQUEUE_MS);
   });
 });
@@ -171,7 +171,7 @@ describe("followUpAfter", () => {
 
   it("without a RunResult (fire-and-forget), a wait phase is polled at its requeue delay", () => {
     for (const phase of PHASE_NAMES.filter((p) => PHASES[p].waits)) {
-      expect(followUpAfter(undefined, phase)).toMatchObject({ kind: "requeue", afterMs: PHASES[phase].requeueMs });
+      expect(followUpAfter(undefined, phase)).toMatchObject({ kind: "requeue", afterMs: phaseSpec(phase).requeueMs });
     }
   });
 

@@ -204,6 +204,7 @@ describe.skipIf(missing("moto_server", moto, MOTO_INSTALL))("the stack deployed 
         namespaces: { allowedNamespaces: [], adminNamespaces: ["dvm-system"], allowAdminNamespaces: false },
         ledgerTableName: `${SERVICE}-${STAGE}-ledger`,
         kubeconfigParameter: `/${SERVICE}/${STAGE}/trigger-kubeconfig`,
+        scheduleHistoryLimit: 3,
       });
     });
 

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { inflateRawSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import ledgerTable from "../../../infra/deploy/ledger-table.json" with { type: "json" };
 import { type FunctionLayout, phaseFunctionKeys, phaseFunctionName } from "../../../src/aws/functionLayout";
 import { EXECUTABLE_PHASES, PHASES } from "../../../src/dvm/itinerary";
@@ -360,7 +361,7 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
 
   it("has an EventBridge rule on the configured bus for the migration request type, targeting the trigger", () => {
     const { resources } = get(layout);
-    // The migration request rule; the example schedule's rule has a ScheduleExpression instead.
+    // The migration request rule (a schedule rule, if a user adds one, has a ScheduleExpression instead).
     const rules = ofType(resources, "AWS::Events::Rule").filter(([, r]) => r.Properties.EventPattern);
     expect(rules).toHaveLength(1);
     const [, rule] = rules[0]!;
@@ -395,16 +396,13 @@ describe.each(LAYOUTS)("osls package, layout %s", (layout) => {
 });
 
 describe.each(LAYOUTS)("osls package, layout %s: scheduled stages", (layout) => {
-  it("has the example schedule, disabled, its input carrying the rule event's time, targeting the trigger", () => {
+  it("ships no schedule rule; the example to add (infra/deploy/serverless/example-schedule.yml) carries the rule event's time into a valid input", () => {
     const { resources } = get(layout);
-    const schedules = ofType(resources, "AWS::Events::Rule").filter(([, r]) => r.Properties.ScheduleExpression);
-    expect(schedules).toHaveLength(1);
-    const [, rule] = schedules[0]!;
-    expect(rule.Properties).toMatchObject({ ScheduleExpression: "cron(0 2 * * ? *)", State: "DISABLED" });
-    const [target] = rule.Properties.Targets as Json[];
-    expect(target).toMatchObject({ Arn: getAtt(TRIGGER), InputTransformer: { InputPathsMap: { time: "$.time" } } });
+    expect(ofType(resources, "AWS::Events::Rule").filter(([, r]) => r.Properties.ScheduleExpression)).toEqual([]);
+    const [example] = parse(readFileSync(join(import.meta.dirname, "../../../infra/deploy/serverless/example-schedule.yml"), "utf8")) as Json[];
+    expect(example!.schedule).toMatchObject({ rate: ["cron(0 2 * * ? *)"], enabled: false, inputTransformer: { inputPathsMap: { time: "$.time" } } });
     // The template is the input the function gets: with the time put in, a valid schedule input.
-    const input = JSON.parse((target!.InputTransformer.InputTemplate as string).replace("<time>", JSON.stringify("2026-12-03T02:00:00Z")));
+    const input = JSON.parse((example!.schedule.inputTransformer.inputTemplate as string).replace("<time>", JSON.stringify("2026-12-03T02:00:00Z")));
     expect(parseScheduledStage(input)).toMatchObject({ ok: true, input: { schedule: "example-stage", spec: { migrationType: "Stage" } } });
   });
 

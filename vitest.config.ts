@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 // Projects: unit tests of pure logic (no services); integration and chaos tests against real parts
 // (DynamoDB Local, kube-apiserver + etcd + kwok, rsync, stunnel), which the global setups start once per run
 // unless the environment points at existing ones (AWS_ENDPOINT_URL*, KUBECONFIG); and nodes, whole
-// migrations on real pods (node mode, src/local/nodes); and deployed, the stack deployed with osls to moto's AWS
+// migrations on real pods (node mode, infra/dev/local/nodes); and deployed, the stack deployed with osls to moto's AWS
 // API emulator, its phase artifact driving a migration on the same node clusters.
 export default defineConfig({
   test: {

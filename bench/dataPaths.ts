@@ -24,7 +24,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { findFreePort } from "../src/local/ports";
+import { findFreePort } from "../infra/dev/local/ports";
 import type { TransferPki } from "../src/transfer/certificates";
 import { moduleCredential, rsyncSecretsFile } from "../src/transfer/credentials";
 import { transferPaths } from "../src/transfer/paths";

@@ -17,14 +17,14 @@
 import { type Dirent, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from "@kubernetes/client-node";
+import { writeDataset } from "../infra/dev/local/demoData";
+import type { NodeCluster } from "../infra/dev/local/nodes/clusters";
+import { LOCAL_PATH_NAMESPACE, LOCAL_PATH_ROOT, provisionedOn } from "../infra/dev/local/nodes/localPath";
+import { volumeFolder } from "../infra/dev/local/nodes/volumes";
 import { LABEL } from "../src/contracts/labels";
 import type { ReconcileRequest, RunResult } from "../src/contracts/request";
 import type { LedgerEntry } from "../src/ledger";
 import { silentLogger } from "../src/lib/log";
-import { writeDataset } from "../src/local/demoData";
-import type { NodeCluster } from "../src/local/nodes/clusters";
-import { LOCAL_PATH_NAMESPACE, LOCAL_PATH_ROOT, provisionedOn } from "../src/local/nodes/localPath";
-import { volumeFolder } from "../src/local/nodes/volumes";
 import { SERVER_ROLE } from "../src/phases/endpoint";
 import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
 import { InProcessTransport, Relay } from "../src/relay";

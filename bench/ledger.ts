@@ -12,9 +12,9 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { type DynamoLocal, dynamoLocalEmulatorDir, startDynamoLocal } from "../infra/dev/local/dynamoLocal";
 import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/aws/ledger";
 import { EXECUTABLE_PHASES } from "../src/dvm/itinerary";
-import { type DynamoLocal, dynamoLocalEmulatorDir, startDynamoLocal } from "../src/local/dynamoLocal";
 import { externalDynamoEndpoint } from "./env";
 
 export interface LedgerBenchOptions {

@@ -1,5 +1,5 @@
 /**
- * The data phase of a whole migration on real pods (node mode, src/local/nodes), against plain rsync
+ * The data phase of a whole migration on real pods (node mode, infra/dev/local/nodes), against plain rsync
  * between the same two network namespaces on the same data, in the same run.
  *
  * Ours: a DVM moves one PVC from the source cluster to the destination over a NodePort: rsync client pod
@@ -28,19 +28,19 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { writeDataset } from "../infra/dev/local/demoData";
+import { startDynamoLocal } from "../infra/dev/local/dynamoLocal";
+import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../infra/dev/local/nodes/blockVolumes";
+import { startNodeClusters } from "../infra/dev/local/nodes/clusters";
+import { ensureNodeImages } from "../infra/dev/local/nodes/images";
+import { provisionedOn } from "../infra/dev/local/nodes/localPath";
+import { volumeFolder } from "../infra/dev/local/nodes/volumes";
 import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/aws/ledger";
 import { createPhaseRunner } from "../src/aws/phaseRunner";
 import { LABEL } from "../src/contracts/labels";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
 import { KINDS, type PodObject } from "../src/kube/objects";
-import { writeDataset } from "../src/local/demoData";
-import { startDynamoLocal } from "../src/local/dynamoLocal";
-import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../src/local/nodes/blockVolumes";
-import { startNodeClusters } from "../src/local/nodes/clusters";
-import { ensureNodeImages } from "../src/local/nodes/images";
-import { provisionedOn } from "../src/local/nodes/localPath";
-import { volumeFolder } from "../src/local/nodes/volumes";
 import { PHASE_BODIES } from "../src/phases";
 import { SERVER_ROLE } from "../src/phases/endpoint";
 import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
@@ -174,7 +174,7 @@ export async function runNodesBench(options: { mib?: number; smallFiles?: number
     const phaseSeconds = files.phaseSeconds;
 
     // Ours again, a Block volume of the same size: random content on a loop device offered as a local
-    // PV on each node (src/local/nodes/blockVolumes.ts), moved as the device's content.
+    // PV on each node (infra/dev/local/nodes/blockVolumes.ts), moved as the device's content.
     const loops: LoopVolume[] = [];
     let block: { phaseSeconds: number; sessionMBps: number };
     try {

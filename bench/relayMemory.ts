@@ -21,9 +21,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { startControlPlane } from "../infra/dev/local/controlPlane";
+import { findFreePort } from "../infra/dev/local/ports";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
-import { startControlPlane } from "../src/local/controlPlane";
-import { findFreePort } from "../src/local/ports";
 import { mapLimit } from "../test/chaos/harness/fixture";
 import { startLambdaStandIn } from "../test/support/lambdaStandIn";
 

@@ -1,7 +1,7 @@
 /**
  * The relay as a pod on real nodes (run by bench/nodes.ts on its clusters): the relay image built here
- * (src/local/relayImage.ts), `kubectl apply -k` of the overlay the kind run and test/nodes/relayPod.test.ts
- * apply (src/local/relayPod.ts), the phase function under serverless-offline. One migration; once it is in
+ * (infra/dev/local/relayImage.ts), `kubectl apply -k` of the overlay the kind run and test/nodes/relayPod.test.ts
+ * apply (infra/dev/local/relayPod.ts), the phase function under serverless-offline. One migration; once it is in
  * its data phase the leader pod is force-deleted (`--force --grace-period=0`), and the takeover is timed
  * from the delete to the first Invoke call of another replica (the pass-through in front of
  * serverless-offline notes which pod called). Then the migration must complete; repeated phases are
@@ -9,18 +9,18 @@
  */
 import { readFileSync } from "node:fs";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { writeDataset } from "../infra/dev/local/demoData";
+import type { NodeClusters } from "../infra/dev/local/nodes/clusters";
+import { provisionedOn } from "../infra/dev/local/nodes/localPath";
+import { volumeFolder } from "../infra/dev/local/nodes/volumes";
+import { ensureRelayImage, importRelayImage } from "../infra/dev/local/relayImage";
+import { deployRelay, InvokeRecorder, repeatedPhases } from "../infra/dev/local/relayPod";
+import { startServerlessOffline } from "../infra/dev/local/serverlessOffline";
+import { waitFor } from "../infra/dev/local/wait";
 import { ENV } from "../src/config/environment";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY } from "../src/dvm/policy";
 import { policyEnv } from "../src/dvm/policyConfig";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../src/dvm/types";
-import { writeDataset } from "../src/local/demoData";
-import type { NodeClusters } from "../src/local/nodes/clusters";
-import { provisionedOn } from "../src/local/nodes/localPath";
-import { volumeFolder } from "../src/local/nodes/volumes";
-import { ensureRelayImage, importRelayImage } from "../src/local/relayImage";
-import { deployRelay, InvokeRecorder, repeatedPhases } from "../src/local/relayPod";
-import { startServerlessOffline } from "../src/local/serverlessOffline";
-import { waitFor } from "../src/local/wait";
 
 export interface RelayPodBenchResult {
   imageMiB: number;

@@ -4,7 +4,7 @@
  *   phase function   src/aws/phaseConfig.ts
  *   trigger          src/aws/triggerConfig.ts
  *   relay            src/relay/config.ts
- *   local controller src/local/config.ts (`npm start`, and the development tools under src/local/)
+ *   local controller infra/dev/local/config.ts (`npm start`, and the development tools under infra/dev/local/)
  *   CLI              src/cli/config.ts
  * Only those modules (and no other file below src/ or functions/) touch process.env
  * (test/unit/config/environment.test.ts checks it).
@@ -95,7 +95,7 @@ export const ENV = {
   // The CLI.
   home: "HOME",
   cliDebug: "DVM_CLI_DEBUG",
-  // The development tools (src/local/): caches, versions, logs.
+  // The development tools (infra/dev/local/): caches, versions, logs.
   path: "PATH",
   cacheDir: "DVM_CACHE_DIR",
   controlPlaneBin: "DVM_CONTROLPLANE_BIN",

@@ -1,7 +1,7 @@
 /**
  * The relay Deployment's settings, from its environment. Every variable is checked here, once, and a
  * bad one stops the process with a ConfigurationError that names it (exit code 2). The local controller
- * builds a RelayConfig itself (src/local/controller.ts) and passes it in: no environment in between.
+ * builds a RelayConfig itself (infra/dev/local/controller.ts) and passes it in: no environment in between.
  */
 
 import { hostname } from "node:os";

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { inject } from "vitest";
-import { defaultBinDir } from "../../src/local/controlPlane";
+import { defaultBinDir } from "../../infra/dev/local/controlPlane";
 import { type ChaosEnvironment, Observatory, startEnvironment } from "./harness";
 
 export const HAVE_CONTROL_PLANE_BINARIES = ["etcd", "kube-apiserver", "kwok"].every((b) => existsSync(join(defaultBinDir(), b)));

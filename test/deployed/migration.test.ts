@@ -2,10 +2,10 @@
  * A whole migration as deployed: `osls deploy` of a stage of its own to moto (test/support/deployedStack.ts),
  * then the phase function's code read back from moto (the zip its Code.Location names, checked against
  * CodeSha256) and run under AWS's Lambda Runtime Interface Emulator with aws-lambda-ric on Node 24
- * (src/local/lambdaRuntime.ts), with the deployed configuration's handler, environment, timeout and
+ * (infra/dev/local/lambdaRuntime.ts), with the deployed configuration's handler, environment, timeout and
  * memory, and a session of its deployed role (STS AssumeRole against moto). The relay drives the DVM
  * through its Lambda transport against Lambda's Invoke API in front of those sandboxes
- * (src/local/lambdaInvokeApi.ts), on the node-mode clusters (real kubelet, containerd, runc: real rsync
+ * (infra/dev/local/lambdaInvokeApi.ts), on the node-mode clusters (real kubelet, containerd, runc: real rsync
  * pods move the bytes). The kubeconfig the function reads is the SSM SecureString in moto, the ledger is
  * the deployed table in moto's DynamoDB, the CloudEvents go to moto's EventBridge. Then the same function
  * past its deployed timeout (its kubeconfig swapped for one through a proxy that holds every answer back):
@@ -35,15 +35,15 @@ import { InvokeCommand, LambdaClient, ListFunctionsCommand } from "@aws-sdk/clie
 import { DeleteParameterCommand, DescribeParametersCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { AssumeRoleCommand } from "@aws-sdk/client-sts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type LambdaInvokeApi, startLambdaInvokeApi } from "../../infra/dev/local/lambdaInvokeApi";
+import { type LambdaFunctionSpec, lambdaRuntimeTools } from "../../infra/dev/local/lambdaRuntime";
+import { findFreePort } from "../../infra/dev/local/ports";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { silentLogger } from "../../src/lib/log";
-import { type LambdaInvokeApi, startLambdaInvokeApi } from "../../src/local/lambdaInvokeApi";
-import { type LambdaFunctionSpec, lambdaRuntimeTools } from "../../src/local/lambdaRuntime";
-import { findFreePort } from "../../src/local/ports";
 import { runRelay } from "../../src/relay/main";
 import { type TestClusters, testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";

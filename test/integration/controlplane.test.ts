@@ -16,9 +16,9 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ControlPlane, DEFAULT_CRD_DIR, defaultBinDir, startControlPlane } from "../../infra/dev/local/controlPlane";
+import { readCrds } from "../../infra/dev/local/crds";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, parseDvmSpec } from "../../src/dvm/types";
-import { type ControlPlane, DEFAULT_CRD_DIR, defaultBinDir, startControlPlane } from "../../src/local/controlPlane";
-import { readCrds } from "../../src/local/crds";
 import { testClusters } from "../support/clusters";
 import { inCi } from "../support/requirements";
 

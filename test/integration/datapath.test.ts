@@ -30,7 +30,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findFreePort } from "../../src/local/ports";
+import { findFreePort } from "../../infra/dev/local/ports";
 import { generateTransferPki, type TransferPki } from "../../src/transfer/certificates";
 import { generateRsyncPassword, moduleCredential } from "../../src/transfer/credentials";
 import { SECRET_KEY, transferPaths } from "../../src/transfer/paths";

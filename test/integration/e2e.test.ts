@@ -5,11 +5,11 @@
  */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LocalController } from "../../infra/dev/local/controller";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES } from "../../src/dvm/itinerary";
 import { silentLogger } from "../../src/lib/log";
-import type { LocalController } from "../../src/local/controller";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
 import { testDynamoClient } from "../support/dynamo";

@@ -18,6 +18,7 @@ import { createServer as createTcpServer, type Socket, type Server as TcpServer 
 import { CoreV1Api } from "@kubernetes/client-node";
 import { HTTP } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { findFreePort } from "../../infra/dev/local/ports";
 import { type PhaseEvents, type PublishingMetrics, phaseEventsFromEnv } from "../../src/aws/eventPublisherFromEnv";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { createPhaseRunnerWithEvents } from "../../src/aws/runnerFromEnv";
@@ -26,7 +27,6 @@ import type { FlushResult } from "../../src/events/publisher";
 import type { FlushingRunner } from "../../src/events/runnerEvents";
 import { MIGRATION_SUCCEEDED, MigrationFinishedDataSchema, PHASE_COMPLETED, PhaseCompletedDataSchema } from "../../src/events/schema";
 import { silentLogger } from "../../src/lib/log";
-import { findFreePort } from "../../src/local/ports";
 import { PHASE_BODIES } from "../../src/phases";
 import { transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";

@@ -1,9 +1,9 @@
 /**
  * The deployment package as Lambda runs it: `osls package` builds the zip, the test unzips it and runs
  * its functions under AWS's Lambda Runtime Interface Emulator with AWS's Node runtime interface client
- * on Node 24 (src/local/lambdaRuntime.ts), each with the handler, timeout, memory and environment of its
+ * on Node 24 (infra/dev/local/lambdaRuntime.ts), each with the handler, timeout, memory and environment of its
  * function configuration in the packaged template. The relay drives a whole migration through its
- * Lambda transport against the Invoke API in front of them (src/local/lambdaInvokeApi.ts); a phase
+ * Lambda transport against the Invoke API in front of them (infra/dev/local/lambdaInvokeApi.ts); a phase
  * function that runs past its timeout is stopped by the emulator; the trigger creates DVMs from an
  * EventBridge event and an HTTP API v2 event in the exact shapes AWS delivers them.
  *
@@ -22,6 +22,9 @@ import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type LambdaInvokeApi, startLambdaInvokeApi } from "../../infra/dev/local/lambdaInvokeApi";
+import { type LambdaFunctionSpec, lambdaRuntimeTools } from "../../infra/dev/local/lambdaRuntime";
+import { findFreePort } from "../../infra/dev/local/ports";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
 import { findCondition } from "../../src/dvm/conditions";
@@ -30,9 +33,6 @@ import { POLICY_ENV, policyEnv } from "../../src/dvm/policyConfig";
 import { dvmNameForEvent } from "../../src/events/names";
 import { MIGRATION_REQUESTED } from "../../src/events/schema";
 import { silentLogger } from "../../src/lib/log";
-import { type LambdaInvokeApi, startLambdaInvokeApi } from "../../src/local/lambdaInvokeApi";
-import { type LambdaFunctionSpec, lambdaRuntimeTools } from "../../src/local/lambdaRuntime";
-import { findFreePort } from "../../src/local/ports";
 import { runRelay } from "../../src/relay/main";
 import { testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";

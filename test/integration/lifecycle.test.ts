@@ -7,10 +7,10 @@
 
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LocalController } from "../../infra/dev/local/controller";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { DVM_FINALIZER, DVM_GROUP, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
 import { silentLogger } from "../../src/lib/log";
-import type { LocalController } from "../../src/local/controller";
 import { transferSelector } from "../../src/phases/names";
 import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";

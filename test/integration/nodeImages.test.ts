@@ -1,5 +1,5 @@
 /**
- * The node-mode images (src/local/nodes/images.ts running infra/dev/nodes/images.sh): built once (about
+ * The node-mode images (infra/dev/local/nodes/images.ts running infra/dev/nodes/images.sh): built once (about
  * 3 minutes on a fresh machine), then served from the cache in well under a second. Beyond the
  * manifest, both archives are imported into a real, throwaway containerd and run with runc, as the
  * node harness will run them: the references come out exactly as named, the transfer image has what
@@ -15,9 +15,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureNodeImages, importBaseName, type NodeImages, NodeImagesError, NodeImagesUnavailableError } from "../../src/local/nodes/images";
-import { spawnLogged, stopProcess, tailFile } from "../../src/local/processes";
-import { waitFor } from "../../src/local/wait";
+import { ensureNodeImages, importBaseName, type NodeImages, NodeImagesError, NodeImagesUnavailableError } from "../../infra/dev/local/nodes/images";
+import { spawnLogged, stopProcess, tailFile } from "../../infra/dev/local/processes";
+import { waitFor } from "../../infra/dev/local/wait";
 
 const run = promisify(execFile);
 const FIRST_BUILD_TIMEOUT_MS = 20 * 60_000;

@@ -7,10 +7,10 @@
 
 import { CoreV1Api, type V1Node } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KWOK_NODE_ANNOTATION } from "../../infra/dev/local/kwok";
+import { waitFor } from "../../infra/dev/local/wait";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
-import { KWOK_NODE_ANNOTATION } from "../../src/local/kwok";
-import { waitFor } from "../../src/local/wait";
 import { PHASE_BODIES } from "../../src/phases";
 import { CLIENT_ROLE } from "../../src/phases/rsyncOperations";
 import { testClusters } from "../support/clusters";

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { type InvocationType, InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ServerlessOffline, startServerlessOffline } from "../../src/local/serverlessOffline";
+import { type ServerlessOffline, startServerlessOffline } from "../../infra/dev/local/serverlessOffline";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { missing } from "../support/requirements";
 

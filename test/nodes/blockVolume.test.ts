@@ -10,8 +10,8 @@ import { closeSync, createReadStream, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../../src/local/nodes/blockVolumes";
-import { waitFor } from "../../src/local/wait";
+import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../../infra/dev/local/nodes/blockVolumes";
+import { waitFor } from "../../infra/dev/local/wait";
 import { testClusters } from "../support/clusters";
 import { ensureNamespace, type NodeMigrations, startNodeMigrations, testNodes } from "../support/nodes";
 

@@ -10,9 +10,9 @@
  */
 import { CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type NodeComponent, nodeComponentRunning, startNodeComponent, stopNodeComponent } from "../../infra/dev/local/nodes/components";
+import { waitFor } from "../../infra/dev/local/wait";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
-import { type NodeComponent, nodeComponentRunning, startNodeComponent, stopNodeComponent } from "../../src/local/nodes/components";
-import { waitFor } from "../../src/local/wait";
 import type { ProvidedNode } from "../setup/nodes";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff, writeDataset } from "../support/dataset";

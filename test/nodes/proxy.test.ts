@@ -1,7 +1,7 @@
 /**
  * Clusters that reach each other only through an HTTP CONNECT proxy (the operator's DVM_STUNNEL_TCP_PROXY,
  * upstream's STUNNEL_TCP_PROXY), on two node-mode clusters with the real phase bodies. A real tinyproxy
- * runs in a network namespace of its own on the slot's fabric (src/local/nodes/proxy.ts), serving the
+ * runs in a network namespace of its own on the slot's fabric (infra/dev/local/nodes/proxy.ts), serving the
  * source's pods only and CONNECTing to the destination's NodePort only; an iptables rule in the source
  * node rejects anything its pods send straight to the destination's node or pods. Without the setting the
  * transfer cannot connect (the DVM fails, stunnel saw "Connection refused"); with it the migration
@@ -15,13 +15,20 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createProxyNamespace,
+  deleteProxyNamespace,
+  type ProxyNamespace,
+  rejectDirect,
+  startTinyproxy,
+  type Tinyproxy,
+} from "../../infra/dev/local/nodes/proxy";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
 import { parsePolicyEnv } from "../../src/dvm/policyConfig";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { jsonLogger } from "../../src/lib/log";
-import { createProxyNamespace, deleteProxyNamespace, type ProxyNamespace, rejectDirect, startTinyproxy, type Tinyproxy } from "../../src/local/nodes/proxy";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff, writeDataset } from "../support/dataset";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";

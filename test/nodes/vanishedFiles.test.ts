@@ -12,8 +12,8 @@
 import { closeSync, openSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../../infra/dev/local/wait";
 import { CONDITION, findCondition } from "../../src/dvm/conditions";
-import { waitFor } from "../../src/local/wait";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff } from "../support/dataset";

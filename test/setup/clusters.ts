@@ -1,6 +1,6 @@
 /**
  * vitest globalSetup for "clusters": two Kubernetes API servers for the integration tests, "source"
- * and "destination", started once per run (src/local/controlPlane.ts) unless the environment names
+ * and "destination", started once per run (infra/dev/local/controlPlane.ts) unless the environment names
  * existing clusters:
  *   DVM_SOURCE_KUBECONFIG / DVM_DESTINATION_KUBECONFIG   a kubeconfig file per side (its current context), or
  *   KUBECONFIG (+ DVM_SOURCE_CONTEXT / DVM_DESTINATION_CONTEXT, default: the current context).
@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { TestProject } from "vitest/node";
-import { type ControlPlane, DEFAULT_CRD_DIR, startControlPlane } from "../../src/local/controlPlane";
-import { installCrds } from "../../src/local/crds";
+import { type ControlPlane, DEFAULT_CRD_DIR, startControlPlane } from "../../infra/dev/local/controlPlane";
+import { installCrds } from "../../infra/dev/local/crds";
 import { wantsService } from "./services";
 
 export interface ProvidedCluster {

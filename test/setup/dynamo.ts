@@ -4,7 +4,7 @@
  * is; otherwise DynamoDB Local is started here and stopped at teardown.
  */
 import type { TestProject } from "vitest/node";
-import { startDynamoLocal } from "../../src/local/dynamoLocal";
+import { startDynamoLocal } from "../../infra/dev/local/dynamoLocal";
 import { wantsService } from "./services";
 
 declare module "vitest" {

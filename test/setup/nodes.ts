@@ -1,5 +1,5 @@
 /**
- * vitest globalSetup for the `nodes` project: two node-mode clusters (src/local/nodes), "source" and
+ * vitest globalSetup for the `nodes` project: two node-mode clusters (infra/dev/local/nodes), "source" and
  * "destination", of two nodes each (a real kubelet + containerd + runc in its own network namespace), with
  * kind's storage (local-path, WaitForFirstConsumer) and the transfer image built from Debian's packages. A machine that cannot run them fails the project with the reason:
  * these tests are the only proof that bytes move, so they never skip quietly.
@@ -14,11 +14,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { defaultBinDir } from "../../src/local/controlPlane";
-import { startNodeClusters } from "../../src/local/nodes/clusters";
-import { nodeModeSupport } from "../../src/local/nodes/host";
-import { ensureNodeImages } from "../../src/local/nodes/images";
-import type { SlotPlan } from "../../src/local/nodes/plan";
+import { defaultBinDir } from "../../infra/dev/local/controlPlane";
+import { startNodeClusters } from "../../infra/dev/local/nodes/clusters";
+import { nodeModeSupport } from "../../infra/dev/local/nodes/host";
+import { ensureNodeImages } from "../../infra/dev/local/nodes/images";
+import type { SlotPlan } from "../../infra/dev/local/nodes/plan";
 import type { ProvidedCluster, ProvidedClusters } from "./clusters";
 
 export interface ProvidedNode {
@@ -28,7 +28,7 @@ export interface ProvidedNode {
   nodeIp: string;
   netns: string;
   containerdSocket: string;
-  /** The node's state folder: src/local/nodes/components.ts stops and starts its kubelet and containerd. */
+  /** The node's state folder: infra/dev/local/nodes/components.ts stops and starts its kubelet and containerd. */
   dir: string;
 }
 

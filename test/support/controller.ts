@@ -2,10 +2,10 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type LocalController, startLocalController } from "../../infra/dev/local/controller";
 import type { Environment } from "../../src/config/environment";
 import type { MigrationPolicy } from "../../src/dvm/policy";
 import type { Logger } from "../../src/lib/log";
-import { type LocalController, startLocalController } from "../../src/local/controller";
 import type { TestClusters } from "./clusters";
 import { dynamoEndpoint, testAwsAccess } from "./dynamo";
 import { type MigrationFixture, TEST_MIGRATION_POLICY } from "./migration";
@@ -13,7 +13,7 @@ import { type MigrationFixture, TEST_MIGRATION_POLICY } from "./migration";
 export interface TestControllerOptions {
   /** The operator's migration policy for the phase function; default TEST_MIGRATION_POLICY. */
   policy?: MigrationPolicy;
-  /** More of the phase function's settings (src/local/controller.ts functionSettings). */
+  /** More of the phase function's settings (infra/dev/local/controller.ts functionSettings). */
   functionSettings?: Environment;
 }
 

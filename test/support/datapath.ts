@@ -23,8 +23,8 @@ import {
 } from "node:fs";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
+import { findFreePort } from "../../infra/dev/local/ports";
 import type { PvcRef } from "../../src/contracts/pvcRef";
-import { findFreePort } from "../../src/local/ports";
 import type { TransferPki } from "../../src/transfer/certificates";
 import { moduleCredential, type RsyncCredential } from "../../src/transfer/credentials";
 import { moduleMountPath, type TransferPaths, transferPaths } from "../../src/transfer/paths";

@@ -1,13 +1,13 @@
 /**
  * A manifest to prove a copy is exact: per entry, its type, mode, owner, size, sha256 (files), link target
  * (symlinks) and which paths share an inode (hard links). Two folders hold the same data exactly when
- * their manifests are equal. The data itself comes from src/local/demoData.ts.
+ * their manifests are equal. The data itself comes from infra/dev/local/demoData.ts.
  */
 import { createHash } from "node:crypto";
 import { createReadStream, lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { join, relative } from "node:path";
 
-export { writeDataset } from "../../src/local/demoData";
+export { writeDataset } from "../../infra/dev/local/demoData";
 
 export interface ManifestEntry {
   type: "file" | "directory" | "symlink" | "other";

@@ -6,9 +6,9 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findFreePort } from "../../src/local/ports";
-import { type ManagedProcess, spawnLogged, stopProcess, tailFile } from "../../src/local/processes";
-import { GiveUp, waitFor } from "../../src/local/wait";
+import { findFreePort } from "../../infra/dev/local/ports";
+import { type ManagedProcess, spawnLogged, stopProcess, tailFile } from "../../infra/dev/local/processes";
+import { GiveUp, waitFor } from "../../infra/dev/local/wait";
 
 export const MOTO_INSTALL = "pip install 'moto[server]' cfn-lint";
 

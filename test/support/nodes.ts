@@ -5,11 +5,11 @@
 import { readFileSync } from "node:fs";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { provisionedOn } from "../../infra/dev/local/nodes/localPath";
+import { volumeFolder as volumeFolderOf } from "../../infra/dev/local/nodes/volumes";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
-import { provisionedOn } from "../../src/local/nodes/localPath";
-import { volumeFolder as volumeFolderOf } from "../../src/local/nodes/volumes";
 import type { PhaseRunner } from "../../src/runner/runner";
 import type { ProvidedNode, ProvidedNodes } from "../setup/nodes";
 import type { TestClusters } from "./clusters";

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { findFreePort } from "../../src/local/ports";
+import { findFreePort } from "../../infra/dev/local/ports";
 import type { ReplicaStats } from "../../src/relay/replica";
 import { type LambdaStandIn, startLambdaStandIn } from "./lambdaStandIn";
 

@@ -63,7 +63,7 @@ const pluginOptions = {
  * serverless-esbuild builds into a work folder under the service directory and deletes it after
  * packaging. Runs side by side (`osls package` while serverless-offline serves) would overwrite or
  * delete each other's build, so each names its own subfolder of .esbuild (git-ignored), relative to
- * the service directory: src/local/serverlessOffline.ts sets one per instance.
+ * the service directory: infra/dev/local/serverlessOffline.ts sets one per instance.
  */
 const WORK_FOLDER_ENV = "DVM_ESBUILD_WORK_FOLDER";
 

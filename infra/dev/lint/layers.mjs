@@ -22,16 +22,22 @@ export const LAYERS = {
   relay: ["lib", "contracts", "config", "dvm", "kube"],
   report: ["lib", "contracts", "dvm", "ledger"],
   aws: ["lib", "contracts", "config", "transfer", "dvm", "kube", "ledger", "phases", "runner", "events", "relay"],
-  local: ["lib", "contracts", "config", "transfer", "dvm", "kube", "ledger", "phases", "runner", "events", "relay", "report", "aws"],
-  cli: ["lib", "contracts", "config", "transfer", "dvm", "kube", "ledger", "phases", "runner", "events", "relay", "report", "aws", "local"],
+  cli: ["lib", "contracts", "config", "transfer", "dvm", "kube", "ledger", "phases", "runner", "events", "relay", "report", "aws"],
 };
 
 /** Composition roots: the entry of a deployable wires the adapters its layer may not otherwise import. */
 export const ENTRY_EXCEPTIONS = { "src/relay/main.ts": ["aws"] };
 
-/** The AWS SDK stays in the adapters (and the development stand-ins that emulate AWS). */
-const AWS_SDK_LAYERS = ["aws", "local"];
+/** The AWS SDK stays in the adapters (infra/dev/local's stand-ins that emulate AWS are outside src/). */
+const AWS_SDK_LAYERS = ["aws"];
 const AWS_SDK_RULE = { group: ["@aws-sdk/**"], message: "the AWS SDK is used only in src/aws (docs/ARCHITECTURE.md, Layers)" };
+
+/** What ships (src/, functions/) never imports what runs only on a developer's machine or in CI. */
+const DEV_RULE = {
+  group: ["**/infra/dev/**", "**/test/**", "**/bench/**"],
+  message:
+    "src/ and functions/ ship to Lambda, the relay image and the dvm CLI: they may not import infra/dev/, test/ or bench/ (docs/ARCHITECTURE.md, Layers)",
+};
 
 /** The rule for a file of `layer` that may import `allowed`: one option set, since a later override replaces an earlier one's. */
 function forbidden(layer, allowed) {
@@ -40,13 +46,14 @@ function forbidden(layer, allowed) {
     group: [`../${other}`, `../${other}/**`, `../../${other}`, `../../${other}/**`],
     message: `src/${layer} may not import src/${other} (layers: docs/ARCHITECTURE.md, infra/dev/lint/layers.mjs)`,
   }));
-  return { level: "error", options: { patterns: AWS_SDK_LAYERS.includes(layer) ? patterns : [...patterns, AWS_SDK_RULE] } };
+  const shipped = [...patterns, DEV_RULE];
+  return { level: "error", options: { patterns: AWS_SDK_LAYERS.includes(layer) ? shipped : [...shipped, AWS_SDK_RULE] } };
 }
 
 /** The overrides this table makes, in the order Biome applies them (a later one wins). */
 export function layerOverrides() {
   const rule = (noRestrictedImports) => ({ linter: { rules: { style: { noRestrictedImports } } } });
-  const overrides = [{ includes: ["functions/**"], ...rule({ level: "error", options: { patterns: [AWS_SDK_RULE] } }) }];
+  const overrides = [{ includes: ["functions/**"], ...rule({ level: "error", options: { patterns: [AWS_SDK_RULE, DEV_RULE] } }) }];
   for (const [layer, allowed] of Object.entries(LAYERS)) overrides.push({ includes: [`src/${layer}/**`], ...rule(forbidden(layer, allowed)) });
   for (const [file, extra] of Object.entries(ENTRY_EXCEPTIONS)) {
     const layer = file.split("/")[1];

@@ -8,8 +8,8 @@
  *   set -a; . /tmp/dvm-services.env; set +a; npx vitest run --project integration
  */
 import { writeFileSync } from "node:fs";
-import { startControlPlane } from "../../../src/local/controlPlane";
-import { startDynamoLocal } from "../../../src/local/dynamoLocal";
+import { startControlPlane } from "./controlPlane";
+import { startDynamoLocal } from "./dynamoLocal";
 
 const envFile = process.argv[2];
 if (!envFile) {

@@ -15,7 +15,7 @@
 # The fixes are those of the day of the build: delete the cache (or change the recipe) to take newer ones.
 # Progress goes to stderr. stdout: the pause, transfer and local-path tars, then last the path of the
 # manifest images-<recipes>.env (DVM_<NAME>_IMAGE and DVM_<NAME>_TAR for each), read by
-# src/local/nodes/images.ts. Mirrors: the ones apt uses here; DVM_DEBIAN_MIRROR and
+# infra/dev/local/nodes/images.ts. Mirrors: the ones apt uses here; DVM_DEBIAN_MIRROR and
 # DVM_DEBIAN_SECURITY_MIRROR override them.
 # First build: about 3 minutes (debootstrap is most of it) plus about 4 minutes of CPU for local-path's Go build;
 # cached: well under a second.

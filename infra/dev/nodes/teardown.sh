@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Removes everything a node-mode slot made (src/local/nodes): its containers, every process it started,
+# Removes everything a node-mode slot made (infra/dev/local/nodes): its containers, every process it started,
 # its network namespaces and bridge, and its state folder. Safe to run twice, and on a slot whose owner
 # was SIGKILLed (the harness runs it on stop, its watchdog when the owner dies, and the next owner of a
 # stale slot before reuse).

@@ -8,9 +8,9 @@
 import { randomUUID } from "node:crypto";
 import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { KubeConfig } from "@kubernetes/client-node";
+import { type ControlPlane, startControlPlane } from "../../../infra/dev/local/controlPlane";
+import { type DynamoLocal, startDynamoLocal } from "../../../infra/dev/local/dynamoLocal";
 import { createLedgerClient, ensureLedgerTable } from "../../../src/aws/ledger";
-import { type ControlPlane, startControlPlane } from "../../../src/local/controlPlane";
-import { type DynamoLocal, startDynamoLocal } from "../../../src/local/dynamoLocal";
 
 export interface ChaosCluster {
   name: string;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findFreePort } from "../../../src/local/ports";
+import { findFreePort } from "../../../infra/dev/local/ports";
 import { testClusters } from "../../support/clusters";
 import { startLambdaStandIn } from "../../support/lambdaStandIn";
 import { poll, ROOT } from "../../support/manifests";

@@ -54,10 +54,19 @@ describe("the layer rule", { timeout: 60_000 }, () => {
       "lint/style/noRestrictedImports",
     );
     expect(lint("src/contracts/probe.ts", 'import type { Logger } from "../lib/log";\nexport type L = Logger;\n')).toContain("lint/style/noRestrictedImports");
-    expect(lint("src/local/nodes/probe.ts", 'import { runCli } from "../../cli/main";\nexport const r = runCli;\n')).toContain(
+    expect(lint("src/phases/probe.ts", 'import type { Cluster } from "../kube/cluster";\nexport type C = Cluster;\n')).toEqual([]);
+  });
+
+  it("keeps what ships apart from what runs only on a developer's machine", () => {
+    const fromDev = (depth: string) => `import { findFreePort } from "${depth}infra/dev/local/ports";\nexport const p = findFreePort;\n`;
+    expect(lint("src/cli/probe.ts", fromDev("../../"))).toContain("lint/style/noRestrictedImports");
+    expect(lint("src/aws/ledger/probe.ts", fromDev("../../../"))).toContain("lint/style/noRestrictedImports");
+    expect(lint("functions/probe.ts", fromDev("../"))).toContain("lint/style/noRestrictedImports");
+    expect(lint("src/relay/probe.ts", 'import { RelayProcess } from "../../test/support/relayProcess";\nexport const s = RelayProcess;\n')).toContain(
       "lint/style/noRestrictedImports",
     );
-    expect(lint("src/phases/probe.ts", 'import type { Cluster } from "../kube/cluster";\nexport type C = Cluster;\n')).toEqual([]);
+    // The deployed table definition is a deployable's fact, not development code.
+    expect(lint("src/aws/probe.ts", 'import table from "../../infra/deploy/ledger-table.json" with { type: "json" };\nexport const t = table;\n')).toEqual([]);
   });
 
   it("keeps the AWS SDK in src/aws", () => {
@@ -72,6 +81,8 @@ describe("the other project rules", { timeout: 60_000 }, () => {
     const probe = "export const home = process.env.HOME;\n";
     expect(lint("src/phases/probe.ts", probe)).toContain("lint/style/noProcessEnv");
     expect(lint("functions/probe.ts", probe)).toContain("lint/style/noProcessEnv");
+    expect(lint("infra/dev/local/probe.ts", probe)).toContain("lint/style/noProcessEnv");
+    expect(lint("infra/dev/local/config.ts", probe)).toEqual([]);
     expect(lint("src/relay/config.ts", probe)).toEqual([]);
   });
 

@@ -1,8 +1,8 @@
-/** `npm start`'s configuration module (src/local/config.ts). */
+/** `npm start`'s configuration module (infra/dev/local/config.ts). */
 import { describe, expect, it } from "vitest";
+import { LOCAL_REGION, parseLocalControllerEnv } from "../../../infra/dev/local/config";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
-import { LOCAL_REGION, parseLocalControllerEnv } from "../../../src/local/config";
 
 describe("the local controller's configuration", () => {
   it("defaults to embedded clusters, DynamoDB Local, us-east-1 and info", () => {

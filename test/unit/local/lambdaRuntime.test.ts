@@ -1,12 +1,12 @@
 /**
- * The pure parts of the local Lambda runtime (src/local/lambdaRuntime.ts, lambdaInvokeApi.ts): what the
+ * The pure parts of the local Lambda runtime (infra/dev/local/lambdaRuntime.ts, lambdaInvokeApi.ts): what the
  * function's environment holds, how the emulator's answers become Lambda's, which function an Invoke
  * API path names, and the emulator's REPORT lines. The emulator itself runs in
  * test/integration/lambdaRuntime.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { functionNameOf, lambdaAnswer } from "../../../src/local/lambdaInvokeApi";
-import { invocationReports, type LambdaFunctionSpec, lambdaRuntimeTools, runtimeEnvironment } from "../../../src/local/lambdaRuntime";
+import { functionNameOf, lambdaAnswer } from "../../../infra/dev/local/lambdaInvokeApi";
+import { invocationReports, type LambdaFunctionSpec, lambdaRuntimeTools, runtimeEnvironment } from "../../../infra/dev/local/lambdaRuntime";
 
 const TOOLS = { node: "/cache/node-v24.22.3/bin/node", nodeVersion: "v24.22.3", rie: "/cache/bin/aws-lambda-rie", ric: "/cache/ric/aws-lambda-ric/index.mjs" };
 const SPEC: LambdaFunctionSpec = {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
-const PROCESSES = join(__dirname, "../../../src/local/processes.ts");
+const PROCESSES = join(__dirname, "../../../infra/dev/local/processes.ts");
 
 /** Running (a killed child whose parent is gone may stay a zombie until init reaps it: that is dead). */
 function alive(pid: number): boolean {

@@ -1,5 +1,5 @@
 /**
- * The relay-pod test's helpers (src/local/relayPod.ts): its overlay renders the kind run's manifests with
+ * The relay-pod test's helpers (infra/dev/local/relayPod.ts): its overlay renders the kind run's manifests with
  * only the image and the function name changed (one source of truth), and repeatedPhases reads the phase
  * function's log (what counts as a phase run twice, and what does not).
  */
@@ -8,7 +8,7 @@ import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { RELAY_OVERLAY, repeatedPhases, writeRelayOverlay } from "../../../src/local/relayPod";
+import { RELAY_OVERLAY, repeatedPhases, writeRelayOverlay } from "../../../infra/dev/local/relayPod";
 import { otherEnvironment } from "../../support/requirements";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { importBaseName, NodeImagesError, readImagesManifest } from "../../../../src/local/nodes/images";
+import { importBaseName, NodeImagesError, readImagesManifest } from "../../../../infra/dev/local/nodes/images";
 
 const dir = mkdtempSync(join(tmpdir(), "dvm-node-images-unit-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

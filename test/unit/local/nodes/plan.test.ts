@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_SLOTS, NODES_PER_CLUSTER, slotPlan } from "../../../../src/local/nodes/plan";
+import { MAX_SLOTS, NODES_PER_CLUSTER, slotPlan } from "../../../../infra/dev/local/nodes/plan";
 
 const inBenchmarkRange = (address: string) => /^198\.(18|19)\.\d+\.\d+(\/24)?$/.test(address) && Number(address.split(".")[2]) < 256;
 

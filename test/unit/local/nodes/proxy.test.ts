@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { slotPlan } from "../../../../src/local/nodes/plan";
-import { proxyAddresses, tinyproxyConfig } from "../../../../src/local/nodes/proxy";
+import { slotPlan } from "../../../../infra/dev/local/nodes/plan";
+import { proxyAddresses, tinyproxyConfig } from "../../../../infra/dev/local/nodes/proxy";
 
 describe("the node-mode proxy", () => {
   it("sits in the slot's style: dvm<slot>-proxy, a veth on the slot's bridge, .200 of the fabric", () => {

@@ -1,11 +1,11 @@
 /**
  * Node mode: two (or one) Kubernetes clusters of two nodes each whose pods really run. Each cluster is a
- * local control plane (etcd + kube-apiserver, src/local/controlPlane.ts) listening on the fabric bridge,
- * plus two real nodes (src/local/nodes/node.ts), each in its own network namespace, and kind's storage:
- * local-path-provisioner as the default StorageClass (src/local/nodes/localPath.ts). Used by the `nodes` test project, the
+ * local control plane (etcd + kube-apiserver, infra/dev/local/controlPlane.ts) listening on the fabric bridge,
+ * plus two real nodes (infra/dev/local/nodes/node.ts), each in its own network namespace, and kind's storage:
+ * local-path-provisioner as the default StorageClass (infra/dev/local/nodes/localPath.ts). Used by the `nodes` test project, the
  * data-phase benchmark and `npm start` where the machine allows it.
  *
- * A run owns a "slot" (src/local/nodes/plan.ts): its state folder, bridge, namespaces and addresses. Stop
+ * A run owns a "slot" (infra/dev/local/nodes/plan.ts): its state folder, bridge, namespaces and addresses. Stop
  * (or, if this process dies, a watchdog) runs infra/dev/nodes/teardown.sh, which removes all of it; a slot left
  * by a crashed owner is torn down before reuse.
  */
@@ -22,7 +22,7 @@ import { createNetwork } from "./network";
 import { type RealNode, startNode } from "./node";
 import { MAX_SLOTS, type SlotPlan, slotPlan } from "./plan";
 
-const TEARDOWN = fileURLToPath(new URL("../../../infra/dev/nodes/teardown.sh", import.meta.url));
+const TEARDOWN = fileURLToPath(new URL("../../nodes/teardown.sh", import.meta.url));
 /**
  * How long a slot's teardown may take: it stops every node's pods, containerd and kubelet and removes
  * their namespaces, which took 80 s on a machine at load 20; cut short, it left the slot half built.

@@ -6,7 +6,7 @@
  * or a timeout with a plain 200. So this router, like Lambda's front end:
  *   - finds the function by name (or ARN, or partial ARN; $LATEST only), 404 ResourceNotFoundException
  *     otherwise;
- *   - gives each function a pool of sandboxes (src/local/lambdaRuntime.ts), one invocation each at a
+ *   - gives each function a pool of sandboxes (infra/dev/local/lambdaRuntime.ts), one invocation each at a
  *     time, started as invocations need them (each start a cold start) up to the function's concurrency;
  *     beyond it an invocation waits for a sandbox to be free (where Lambda would throttle synchronous
  *     ones with 429);
@@ -19,8 +19,8 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { errorMessage } from "../lib/errorMessage";
-import type { Logger } from "../lib/log";
+import { errorMessage } from "../../../src/lib/errorMessage";
+import type { Logger } from "../../../src/lib/log";
 import {
   type InvocationReport,
   invocationReports,

@@ -5,7 +5,7 @@
  * serves one invocation at a time at POST /2015-03-31/functions/function/invocations (whatever the
  * function's name), initialises the function on the first one (a cold start, reported in its log), and
  * SIGKILLs the runtime when an invocation runs past the timeout, as Lambda does; the next invocation
- * then starts it again. src/local/lambdaInvokeApi.ts puts Lambda's Invoke API for named functions in
+ * then starts it again. infra/dev/local/lambdaInvokeApi.ts puts Lambda's Invoke API for named functions in
  * front of a pool of these.
  *
  * The tools come from infra/dev/lambda/build.sh (run by infra/dev/bootstrap.mjs for `npm test`), which
@@ -20,7 +20,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
-import type { Environment } from "../config/environment";
+import type { Environment } from "../../../src/config/environment";
 import { localEnvironment } from "./config";
 import { findFreePort } from "./ports";
 import { type ManagedProcess, spawnLogged, stopProcess, tailFile } from "./processes";

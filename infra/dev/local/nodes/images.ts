@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { childEnvironment } from "../config";
 
-export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../../infra/dev/nodes/images.sh", import.meta.url));
+export const NODE_IMAGES_SCRIPT = fileURLToPath(new URL("../../nodes/images.sh", import.meta.url));
 
 /** The script's exit code when this machine cannot build the images (not root, tools missing). */
 export const CANNOT_BUILD_EXIT_CODE = 2;

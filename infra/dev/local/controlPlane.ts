@@ -21,7 +21,7 @@ import { writeKubeconfig } from "./kubeconfig";
 import { ensureKwokNode, KWOK_NODE_NAME, startKwok } from "./kwok";
 import { type ManagedProcess, removeNow, removeOnExit, startReaper, stopProcess } from "./processes";
 
-const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const DEFAULT_CRD_DIR = join(REPO_ROOT, "infra/deploy/crds");
 export const DEFAULT_KWOK_STAGES = join(REPO_ROOT, "infra/dev/kwok/stages.yaml");
 const BINARIES = ["etcd", "kube-apiserver", "kwok"] as const;
@@ -39,7 +39,7 @@ export interface ControlPlaneOptions {
   kwokStages?: string;
   /** Where child logs go (kept after stop); default a "logs" folder in the temp dir (removed on stop). */
   logDir?: string;
-  /** Where the API server listens; default 127.0.0.1 (node mode: the fabric bridge, see src/local/nodes). */
+  /** Where the API server listens; default 127.0.0.1 (node mode: the fabric bridge, see infra/dev/local/nodes). */
   bindAddress?: string;
   /** The cluster's Service range; default 198.19.0.0/24. */
   serviceCidr?: string;

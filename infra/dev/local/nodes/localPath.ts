@@ -5,7 +5,7 @@
  * infra/dev/nodes/images.sh builds; it creates and removes each volume's folder with a helper pod on the
  * volume's node, which runs the transfer image as root (imagePullPolicy Never: nothing is ever pulled).
  *
- * Volumes go under /tmp/local-path-provisioner of their node: the node's private /tmp (src/local/nodes/node.ts),
+ * Volumes go under /tmp/local-path-provisioner of their node: the node's private /tmp (infra/dev/local/nodes/node.ts),
  * so two nodes of one machine really have separate disks, and the slot's teardown removes them.
  *
  * The one difference from kind: the control plane here runs without the ServiceAccount admission plugin

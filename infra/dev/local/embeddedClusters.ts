@@ -3,7 +3,7 @@
  *
  * - node mode (default where the machine allows it: root, runc, containerd, the node binaries): real
  *   kubelets run the transfer pods, the demo's source PVCs hold a few hundred MiB of real files, and the
- *   data really moves across the two nodes' network namespaces (src/local/nodes).
+ *   data really moves across the two nodes' network namespaces (infra/dev/local/nodes).
  * - kwok mode (elsewhere, or when asked): kube-apiserver + etcd with kwok as a fake kubelet; pods
  *   "succeed" without running, nothing moves. Fast, and enough to watch the phases go by.
  */

@@ -1,14 +1,14 @@
 /**
- * `npm start`: the whole controller on this machine (see src/local/controller.ts), with a banner that says
+ * `npm start`: the whole controller on this machine (see infra/dev/local/controller.ts), with a banner that says
  * where everything is and how to start a migration. Ctrl-C stops all of it.
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigurationError } from "../config/error";
-import { jsonLogger } from "../lib/log";
-import { localEnvironment, parseLocalControllerEnv } from "../local/config";
-import { startLocalController } from "../local/controller";
-import { DEMO_DVM_NAMESPACE } from "../local/embeddedClusters";
+import { ConfigurationError } from "../../../src/config/error";
+import { jsonLogger } from "../../../src/lib/log";
+import { localEnvironment, parseLocalControllerEnv } from "./config";
+import { startLocalController } from "./controller";
+import { DEMO_DVM_NAMESPACE } from "./embeddedClusters";
 
 const HELP = `Usage: npm start [-- options]
 
@@ -24,7 +24,7 @@ Options:
                       (fake pods, nothing moves) or auto (default: node where this machine allows it)
   -h, --help          this text
 
-Environment (src/local/config.ts): KUBECONFIG the cluster to watch; AWS_ENDPOINT_URL_DYNAMODB /
+Environment (infra/dev/local/config.ts): KUBECONFIG the cluster to watch; AWS_ENDPOINT_URL_DYNAMODB /
 AWS_ENDPOINT_URL use that DynamoDB instead of DynamoDB Local (with AWS_REGION, AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY); LOG_LEVEL (debug, info, warn, error) sets the relay's log level.`;
 

@@ -44,7 +44,7 @@ export function dynamoLocalEmulatorDir(): string {
 export async function ensureDynamoLocalEmulator(): Promise<string> {
   const dir = dynamoLocalEmulatorDir();
   if (existsSync(join(dir, "DynamoDBLocal.jar"))) return dir;
-  const script = fileURLToPath(new URL("../../infra/dev/dynamodb/fetch.sh", import.meta.url));
+  const script = fileURLToPath(new URL("../dynamodb/fetch.sh", import.meta.url));
   const fetched = await new Promise<string>((resolve, reject) => {
     execFile("bash", [script], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`fetching DynamoDB Local failed (${script}):\n${stderr || error.message}`));

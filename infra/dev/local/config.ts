@@ -1,6 +1,6 @@
 /**
- * The local controller's configuration (`npm start`, src/cli/start.ts) and the development tools' settings
- * (the local clusters, DynamoDB Local, serverless-offline under src/local/): every variable they read,
+ * The local controller's configuration (`npm start`, infra/dev/local/start.ts) and the development tools' settings
+ * (the local clusters, DynamoDB Local, serverless-offline under infra/dev/local/): every variable they read,
  * checked here, once. The controller gets its settings as a typed object (LocalControllerOptions) and
  * hands each part on the same way (the relay a RelayConfig, the SDK clients their endpoint, region and
  * credentials, the phase function behind serverless-offline its own environment): it never writes
@@ -29,10 +29,10 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { ENV, type Environment, logLevel, optional, optionalText, parseEnvironment } from "../config/environment";
-import type { LogLevel } from "../lib/log";
+import { ENV, type Environment, logLevel, optional, optionalText, parseEnvironment } from "../../../src/config/environment";
+import type { LogLevel } from "../../../src/lib/log";
 
-/** This process's environment: the one read of process.env for `npm start` and src/local/. */
+/** This process's environment: the one read of process.env for `npm start` and infra/dev/local/. */
 export function localEnvironment(): Environment {
   return process.env;
 }

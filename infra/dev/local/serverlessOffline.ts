@@ -15,16 +15,16 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_FUNCTION_LAYOUT, type FunctionLayout, phaseFunctionName } from "../aws/functionLayout";
-import { ENV } from "../config/environment";
-import type { PhaseName } from "../dvm/itinerary";
-import { POLICY_ENV } from "../dvm/policyConfig";
+import { DEFAULT_FUNCTION_LAYOUT, type FunctionLayout, phaseFunctionName } from "../../../src/aws/functionLayout";
+import { ENV } from "../../../src/config/environment";
+import type { PhaseName } from "../../../src/dvm/itinerary";
+import { POLICY_ENV } from "../../../src/dvm/policyConfig";
 import { childEnvironment, localTools } from "./config";
 import { findFreePort } from "./ports";
 import { spawnLogged, stopProcess, tailFile } from "./processes";
 import { GiveUp, waitFor } from "./wait";
 
-const SERVICE_DIR = fileURLToPath(new URL("../../", import.meta.url));
+const SERVICE_DIR = fileURLToPath(new URL("../../../", import.meta.url));
 const SERVICE = "dvm-serverless";
 const HOST = "127.0.0.1";
 

@@ -18,11 +18,11 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { isPhaseName, phaseSpec } from "../dvm/itinerary";
+import { isPhaseName, phaseSpec } from "../../../src/dvm/itinerary";
 import { waitFor } from "./wait";
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** The overlay e2e.sh applies on kind: the one source of the relay's manifests for both runs. */
 export const RELAY_OVERLAY = join(ROOT, "infra", "dev", "kind", "host");
 const REMOTE_MANIFESTS = join(ROOT, "infra", "deploy", "k8s", "remote");

@@ -15,7 +15,7 @@ import { childEnvironment } from "./config";
 import { importBaseName, type NodeImages } from "./nodes/images";
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const BUILD_SCRIPT = join(ROOT, "infra", "deploy", "relay", "build.mjs");
 export const RELAY_IMAGE_SCRIPT = join(ROOT, "infra", "dev", "nodes", "relay-image.sh");
 

@@ -3,20 +3,20 @@
  * behind serverless-offline's Lambda Invoke API (the API the relay uses against AWS), and the relay
  * watching the given cluster — or, when none is given, two embedded clusters ("source", which hosts the
  * DVMs, and "destination"; real nodes where the machine allows, else kwok, see embeddedClusters.ts) and
- * a demo to migrate. `npm start` (src/cli/start.ts, settings from src/local/config.ts) and the
+ * a demo to migrate. `npm start` (infra/dev/local/start.ts, settings from infra/dev/local/config.ts) and the
  * end-to-end tests both use this; every setting comes in through LocalControllerOptions.
  */
 
 import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { createLedgerClient, ensureLedgerTable } from "../aws/ledger";
-import { ENV, type Environment } from "../config/environment";
-import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../dvm/policy";
-import { policyEnv } from "../dvm/policyConfig";
-import type { Logger, LogLevel } from "../lib/log";
-import { LEADER_ELECTION_DEFAULTS } from "../relay/leaderElection";
-import { runRelay } from "../relay/main";
+import { createLedgerClient, ensureLedgerTable } from "../../../src/aws/ledger";
+import { ENV, type Environment } from "../../../src/config/environment";
+import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
+import { policyEnv } from "../../../src/dvm/policyConfig";
+import type { Logger, LogLevel } from "../../../src/lib/log";
+import { LEADER_ELECTION_DEFAULTS } from "../../../src/relay/leaderElection";
+import { runRelay } from "../../../src/relay/main";
 import { type AwsAccess, LOCAL_CREDENTIALS, LOCAL_REGION } from "./config";
 import { type DynamoLocal, startDynamoLocal } from "./dynamoLocal";
 import { type ClusterMode, startEmbeddedClusters } from "./embeddedClusters";

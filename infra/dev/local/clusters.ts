@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startEmbeddedClusters } from "../local/embeddedClusters";
+import { startEmbeddedClusters } from "./embeddedClusters";
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { mode: { type: "string" }, "state-dir": { type: "string" }, help: { type: "boolean", short: "h" } } });

@@ -182,6 +182,7 @@ export const ITINERARIES = {
 } as const satisfies Record<string, readonly PhaseName[]>;
 
 export type ItineraryName = keyof typeof ITINERARIES;
+/** @internal exported for its tests */
 export const ITINERARY_NAMES = Object.keys(ITINERARIES) as ItineraryName[];
 
 export function isItineraryName(value: unknown): value is ItineraryName {
@@ -202,6 +203,7 @@ export function nextPhase(itinerary: ItineraryName, phase: PhaseName): PhaseName
   return index < 0 || index + 1 >= steps.length ? "Completed" : steps[index + 1]!;
 }
 
+/** @internal exported for its tests */
 export function firstPhase(itinerary: ItineraryName): PhaseName {
   return ITINERARIES[itinerary][0];
 }

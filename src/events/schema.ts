@@ -15,6 +15,7 @@ export const MIGRATION_REQUESTED = `${EVENT_TYPE_PREFIX}.migration.requested.v1`
 export const PHASE_COMPLETED = `${EVENT_TYPE_PREFIX}.phase.completed.v1`;
 export const MIGRATION_SUCCEEDED = `${EVENT_TYPE_PREFIX}.migration.succeeded.v1`;
 export const MIGRATION_FAILED = `${EVENT_TYPE_PREFIX}.migration.failed.v1`;
+/** @internal exported for its tests */
 export const OUTGOING_EVENT_TYPES = [PHASE_COMPLETED, MIGRATION_SUCCEEDED, MIGRATION_FAILED] as const;
 
 /** The only CloudEvents version accepted (0.3 has other attribute names and is long superseded). */

@@ -23,6 +23,7 @@ export type EventBridgeSourceMatch = (string | { prefix: string })[];
 /**
  * What the trigger's EventBridge rule matches on the event's source, so an event the function would
  * refuse never invokes it: "none" (empty list: the rule is disabled), "any" (a "*" entry), or the list.
+ * @internal exported for its tests
  */
 export function eventBridgeSourceMatch(list: SourceAllowList): "none" | "any" | EventBridgeSourceMatch {
   if (list.refusesAll) return "none";

@@ -49,6 +49,7 @@ import {
 import { DEFAULT_NAME_PREFIX, MIGRATION_REQUESTED, MigrationRequestedDataSchema } from "./schema";
 import { parseSourceAllowList, type SourceAllowList } from "./sources";
 
+/** @internal exported for its tests */
 export const CREATED_BY_LABEL = "app.kubernetes.io/created-by";
 export const CREATED_BY = "dvm-serverless-trigger";
 

@@ -27,7 +27,10 @@ export function escapeXml(text: string): string {
 
 const fixed = (n: number) => Number(n.toFixed(2)).toString();
 
-/** A tick step of 1, 2 or 5 times a power of ten giving at most ~8 ticks. */
+/**
+ * A tick step of 1, 2 or 5 times a power of ten giving at most ~8 ticks.
+ * @internal exported for its tests
+ */
 export function tickStep(seconds: number): number {
   if (!(seconds > 0)) return 1;
   const rough = seconds / 8;

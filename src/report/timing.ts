@@ -72,7 +72,10 @@ export interface TimingReportInput {
 
 const FAILURE_ITINERARY: ItineraryName = "VolumeMigrationFailed";
 
-/** Only a forward migration creates destination objects; otherwise the entries cannot tell the two apart. */
+/**
+ * Only a forward migration creates destination objects; otherwise the entries cannot tell the two apart.
+ * @internal exported for its tests
+ */
 export function guessItinerary(entries: readonly LedgerEntry[]): ItineraryName {
   const forwardOnly = ITINERARIES.VolumeMigration.filter((p) => !(ITINERARIES.VolumeMigrationRollback as readonly string[]).includes(p));
   const rollbackOnly = entries.length > 0 && !entries.some((e) => (forwardOnly as readonly string[]).includes(e.key.phase));
@@ -80,7 +83,10 @@ export function guessItinerary(entries: readonly LedgerEntry[]): ItineraryName {
   return rollbackOnly && transferred ? "VolumeMigrationRollback" : "VolumeMigration";
 }
 
-/** Rounds shares to tenths so they add up to exactly 100.0 (largest remainder). */
+/**
+ * Rounds shares to tenths so they add up to exactly 100.0 (largest remainder).
+ * @internal exported for its tests
+ */
 export function roundShares(values: readonly number[]): number[] {
   const total = values.reduce((a, b) => a + b, 0);
   if (!(total > 0)) return values.map(() => 0);

@@ -25,7 +25,6 @@ import {
   PemConverter,
   SubjectAlternativeNameExtension,
   SubjectKeyIdentifierExtension,
-  X509Certificate,
   X509CertificateGenerator,
 } from "@peculiar/x509";
 import { TransferConfigError } from "./configText";
@@ -124,60 +123,6 @@ export async function generateTransferPki(options: TransferPkiOptions): Promise<
     serverKeyPem: server.keyPem,
     clientCertPem: client.certPem,
     clientKeyPem: client.keyPem,
-  };
-}
-
-export type TransferPkiCheck = { usable: true; notAfter: Date } | { usable: false; reason: string };
-
-/**
- * Whether a stored PKI (read back from its Secret) can be reused: both leaves signed by the CA, not
- * expiring within `minRemainingDays` (default 7), and the server certificate covering every name in
- * `serverDnsNames`. A repeated phase reuses a usable PKI instead of re-keying live tunnels.
- */
-export async function checkTransferPki(
-  pki: TransferPki,
-  options: { now?: Date; minRemainingDays?: number; serverDnsNames?: string[] } = {},
-): Promise<TransferPkiCheck> {
-  const now = options.now ?? new Date();
-  const minRemainingMs = (options.minRemainingDays ?? 7) * DAY_MS;
-  let ca: X509Certificate, server: X509Certificate, client: X509Certificate;
-  try {
-    ca = new X509Certificate(pki.caCertPem);
-    server = new X509Certificate(pki.serverCertPem);
-    client = new X509Certificate(pki.clientCertPem);
-  } catch (error) {
-    return { usable: false, reason: `a certificate does not parse: ${(error as Error).message}` };
-  }
-  for (const [role, cert] of [
-    ["server", server],
-    ["client", client],
-  ] as const) {
-    if (!(await cert.verify({ publicKey: ca.publicKey, signatureOnly: true }, crypto))) {
-      return { usable: false, reason: `the ${role} certificate is not signed by the CA` };
-    }
-  }
-  const notAfter = new Date(Math.min(ca.notAfter.getTime(), server.notAfter.getTime(), client.notAfter.getTime()));
-  if (notAfter.getTime() - now.getTime() < minRemainingMs) return { usable: false, reason: `expires at ${notAfter.toISOString()}` };
-  const notBefore = Math.max(ca.notBefore.getTime(), server.notBefore.getTime(), client.notBefore.getTime());
-  if (notBefore > now.getTime()) return { usable: false, reason: `not valid before ${new Date(notBefore).toISOString()}` };
-  const san = server.getExtension(SubjectAlternativeNameExtension);
-  const dnsNames = new Set((san?.names.items ?? []).filter((n) => n.type === "dns").map((n) => n.value.toLowerCase()));
-  const missing = (options.serverDnsNames ?? []).filter((name) => !dnsNames.has(name.toLowerCase()));
-  if (missing.length > 0) return { usable: false, reason: `the server certificate does not cover ${missing.join(", ")}` };
-  return { usable: true, notAfter };
-}
-
-/** What may be logged about a PKI: subjects, names and validity, never key material. */
-export function transferPkiSummary(pki: Pick<TransferPki, "caCertPem" | "serverCertPem" | "clientCertPem">): Record<string, string | string[]> {
-  const server = new X509Certificate(pki.serverCertPem);
-  const client = new X509Certificate(pki.clientCertPem);
-  const san = server.getExtension(SubjectAlternativeNameExtension);
-  return {
-    ca: new X509Certificate(pki.caCertPem).subject,
-    server: server.subject,
-    serverNames: (san?.names.items ?? []).map((n) => `${n.type}:${n.value}`),
-    client: client.subject,
-    notAfter: server.notAfter.toISOString(),
   };
 }
 

@@ -182,6 +182,7 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
  * Progress across reads and attempts: the highest percentage wins, as upstream, so a retry that
  * starts again at 0% does not move the reported figure back; every other field comes from the later
  * reading when it has it.
+ * @internal exported for its tests
  */
 export function mergeRsyncProgress(earlier: RsyncProgress | undefined, later: RsyncProgress): RsyncProgress {
   if (!earlier) return later;

@@ -6,16 +6,11 @@
 import { describe, expect, it } from "vitest";
 import { EXECUTABLE_PHASES, ITINERARIES, PHASES, type PhaseName, stepOf } from "../../../src/dvm/itinerary";
 import type { ClaimRecord, LedgerEntry } from "../../../src/ledger";
-import {
-  buildTimingReport,
-  checkWellFormedXml,
-  countElementsWithClass,
-  executionsOf,
-  guessItinerary,
-  renderTimelineSvg,
-  roundShares,
-  tickStep,
-} from "../../../src/report";
+import { buildTimingReport, renderTimelineSvg } from "../../../src/report";
+import { executionsOf } from "../../../src/report/executions";
+import { tickStep } from "../../../src/report/svg";
+import { guessItinerary, roundShares } from "../../../src/report/timing";
+import { checkWellFormedXml, countElementsWithClass } from "../../support/wellFormedXml";
 
 const T0 = 1_750_000_000_000;
 const UID = "0b6f3c1e-1111-2222-3333-444455556666";

@@ -10,7 +10,7 @@ import {
   X509Certificate,
 } from "@peculiar/x509";
 import { beforeAll, describe, expect, it } from "vitest";
-import { checkTransferPki, generateTransferPki, type TransferPki, transferPkiSummary } from "../../../src/transfer/certificates";
+import { generateTransferPki, type TransferPki } from "../../../src/transfer/certificates";
 
 const now = new Date("2030-01-01T00:00:00Z");
 let pki: TransferPki;
@@ -87,35 +87,5 @@ describe("generateTransferPki", () => {
     await expect(generateTransferPki({ commonName: "x\nCN=evil", serverDnsNames: [] })).rejects.toThrow(/commonName/);
     await expect(generateTransferPki({ commonName: "x", serverDnsNames: [], includeLoopback: false })).rejects.toThrow(/at least one name/);
     await expect(generateTransferPki({ commonName: "x", serverDnsNames: ["a"], validDays: 0 })).rejects.toThrow(/validDays/);
-  });
-});
-
-describe("checkTransferPki", () => {
-  it("accepts a fresh PKI that covers the expected names", async () => {
-    const check = await checkTransferPki(pki, { now, serverDnsNames: ["rsync-server.dvm.local"] });
-    expect(check).toEqual({ usable: true, notAfter: new Date("2031-01-01T00:00:00Z") });
-  });
-
-  it("wants renewal near expiry, for missing names, and for leaves of another CA", async () => {
-    expect(await checkTransferPki(pki, { now: new Date("2030-12-28T00:00:00Z") })).toMatchObject({ usable: false, reason: expect.stringMatching(/expires/) });
-    expect(await checkTransferPki(pki, { now, serverDnsNames: ["other.example"] })).toMatchObject({
-      usable: false,
-      reason: expect.stringMatching(/other\.example/),
-    });
-    const other = await generateTransferPki({ commonName: "y", serverDnsNames: ["a"], now });
-    expect(await checkTransferPki({ ...pki, clientCertPem: other.clientCertPem }, { now })).toMatchObject({
-      usable: false,
-      reason: expect.stringMatching(/client/),
-    });
-    expect(await checkTransferPki({ ...pki, caCertPem: "garbage" }, { now })).toMatchObject({ usable: false });
-  });
-});
-
-describe("transferPkiSummary", () => {
-  it("describes the PKI without key material", () => {
-    const summary = JSON.stringify(transferPkiSummary(pki));
-    expect(summary).toContain("rsync-server.dvm.local");
-    expect(summary).not.toContain("PRIVATE KEY");
-    expect(summary).not.toContain(pki.serverKeyPem.split("\n")[1]);
   });
 });

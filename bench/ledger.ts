@@ -13,7 +13,8 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type DynamoLocal, dynamoLocalEmulatorDir, startDynamoLocal } from "../infra/dev/local/dynamoLocal";
-import { createLedgerClient, DynamoPhaseLedger, ensureLedgerTable } from "../src/aws/ledger";
+import { ensureLedgerTable } from "../infra/dev/local/ledgerTable";
+import { createLedgerClient, DynamoPhaseLedger } from "../src/aws/ledger";
 import { EXECUTABLE_PHASES } from "../src/dvm/itinerary";
 import { externalDynamoEndpoint } from "./env";
 

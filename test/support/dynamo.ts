@@ -3,7 +3,8 @@
 import { randomUUID } from "node:crypto";
 import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { inject } from "vitest";
-import { createLedgerClient, ensureLedgerTable } from "../../src/aws/ledger";
+import { ensureLedgerTable } from "../../infra/dev/local/ledgerTable";
+import { createLedgerClient } from "../../src/aws/ledger";
 import { ENV } from "../../src/config/environment";
 
 /** The endpoint from test/setup/dynamo.ts, or undefined when the run was narrowed to other services. */

@@ -10,7 +10,7 @@
 import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { createLedgerClient, ensureLedgerTable } from "../../../src/aws/ledger";
+import { createLedgerClient } from "../../../src/aws/ledger";
 import { ENV, type Environment } from "../../../src/config/environment";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../../src/dvm/policy";
 import { policyEnv } from "../../../src/dvm/policyConfig";
@@ -20,6 +20,7 @@ import { runRelay } from "../../../src/relay/main";
 import { type AwsAccess, LOCAL_CREDENTIALS, LOCAL_REGION } from "./config";
 import { type DynamoLocal, startDynamoLocal } from "./dynamoLocal";
 import { type ClusterMode, startEmbeddedClusters } from "./embeddedClusters";
+import { ensureLedgerTable } from "./ledgerTable";
 import { findFreePort } from "./ports";
 import { type ServerlessOffline, startServerlessOffline } from "./serverlessOffline";
 

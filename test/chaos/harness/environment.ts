@@ -10,7 +10,8 @@ import { DeleteTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamod
 import { KubeConfig } from "@kubernetes/client-node";
 import { type ControlPlane, startControlPlane } from "../../../infra/dev/local/controlPlane";
 import { type DynamoLocal, startDynamoLocal } from "../../../infra/dev/local/dynamoLocal";
-import { createLedgerClient, ensureLedgerTable } from "../../../src/aws/ledger";
+import { ensureLedgerTable } from "../../../infra/dev/local/ledgerTable";
+import { createLedgerClient } from "../../../src/aws/ledger";
 
 export interface ChaosCluster {
   name: string;

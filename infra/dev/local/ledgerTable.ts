@@ -1,7 +1,8 @@
 /**
  * The ledger table's one definition is infra/deploy/ledger-table.json (a CloudFormation resource that
- * serverless.yml includes). This module derives the DynamoDB API calls for local setups from it, so
- * DynamoDB Local, LocalStack and AWS get the same keys and TTL.
+ * serverless.yml includes, so CloudFormation creates the deployed table). This module derives the
+ * DynamoDB API calls that create it in local set-ups (DynamoDB Local, LocalStack) from the same file, so
+ * they get the same keys and TTL; nothing deployed calls it.
  */
 import {
   CreateTableCommand,
@@ -12,10 +13,10 @@ import {
   type UpdateTimeToLiveCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
-import definition from "../../../infra/deploy/ledger-table.json" with { type: "json" };
-import { LedgerError } from "../../ledger/errors";
-import { errorMessage } from "../../lib/errorMessage";
-import type { LedgerDynamoClient } from "./client";
+import type { LedgerDynamoClient } from "../../../src/aws/ledger/client";
+import { LedgerError } from "../../../src/ledger/errors";
+import { errorMessage } from "../../../src/lib/errorMessage";
+import definition from "../../deploy/ledger-table.json" with { type: "json" };
 
 const TableResource = z.object({
   Type: z.literal("AWS::DynamoDB::Table"),

@@ -3,8 +3,8 @@
  *   LEDGER_TABLE_NAME           the ledger table (serverless.yml sets it). Required.
  *   DVM_KUBECONFIG_PARAMETER    SSM SecureString with the host cluster's kubeconfig; unset: the KUBECONFIG file
  *   POWERTOOLS_SERVICE_NAME     the service name in logs and metrics; default dvm-phase (functionConfig.ts)
- *   DVM_ADMIN_NAMESPACES, DVM_TRANSFER_IMAGES, DVM_DEFAULT_TRANSFER_IMAGE
- *                               the migration policy (src/dvm/policyConfig.ts)
+ *   DVM_ADMIN_NAMESPACES, DVM_TRANSFER_*, DVM_RSYNC_EXTRA_OPTIONS, DVM_STUNNEL_TCP_PROXY[_TENANT]
+ *                               the migration policy (POLICY_SETTINGS, src/dvm/policyConfig.ts)
  *   DVM_CLUSTER_CREDENTIAL_GRACE_SECONDS
  *                               how long a missing kubeconfig Secret or a refused credential (401) is retried
  *                               before the migration fails, from the first failure; default 300
@@ -23,7 +23,7 @@
  * must never be the reason a phase fails.
  */
 import { z } from "zod";
-import { ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
+import { blankIsUnset, ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
 import type { MigrationPolicy } from "../dvm/policy";
 import { POLICY_ENV_SHAPE, policyOf } from "../dvm/policyConfig";
 import { HTTP_CONTENT_MODES, type HttpContentMode } from "../events/httpSink";
@@ -60,7 +60,10 @@ export function parsePhaseFunctionEnv(env: Environment): PhaseFunctionConfig {
 export const EVENT_SINKS = ["eventbridge", "http", "none"] as const;
 export const DEFAULT_FLUSH_MS = 1_500;
 
-const lowerCase = (value: unknown) => (typeof value === "string" ? value.trim().toLowerCase() || undefined : value);
+const lowerCase = (value: unknown) => {
+  const set = blankIsUnset(value);
+  return typeof set === "string" ? set.trim().toLowerCase() : set;
+};
 const httpUrl = z.string().refine((text) => {
   try {
     return ["http:", "https:"].includes(new URL(text).protocol);

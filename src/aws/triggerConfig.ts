@@ -19,8 +19,8 @@
  */
 import { z } from "zod";
 import { ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
-import { DEFAULT_ADMIN_NAMESPACES } from "../dvm/policy";
-import { flag, listOf, namespacePattern } from "../dvm/policyConfig";
+import { POLICY_ENV, POLICY_SETTINGS } from "../dvm/policyConfig";
+import { flag, listOf, namespacePattern } from "../dvm/policyKinds";
 import { checkTriggerNamespaceSettings, type TriggerNamespaceSettings } from "../events/namespaces";
 import { MAX_SCHEDULE_HISTORY_LIMIT } from "../events/schedule";
 
@@ -31,7 +31,8 @@ const TriggerEnvSchema = z.object({
   [ENV.triggerAllowedSources]: optional(z.string()),
   [ENV.triggerAllowedNamespaces]: listOf(namespacePattern).default([]),
   [ENV.triggerAllowAdminNamespaces]: flag(false),
-  [ENV.adminNamespaces]: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
+  // The phase functions' setting, read the same way.
+  [POLICY_ENV.adminNamespaces]: POLICY_SETTINGS.adminNamespaces.schema,
   [ENV.triggerMaxEventAgeSeconds]: optional(wholeNumber(60, MAX_EVENT_AGE_SECONDS)),
   [ENV.ledgerTable]: requiredText("is not set"),
   [ENV.triggerMaxEventBytes]: optional(wholeNumber(1, 6 * 1024 * 1024)),
@@ -54,7 +55,7 @@ export function parseTriggerEnv(env: Environment): TriggerConfig {
   const e = parseEnvironment(TriggerEnvSchema, env, "trigger configuration");
   const namespaces: TriggerNamespaceSettings = {
     allowedNamespaces: e[ENV.triggerAllowedNamespaces],
-    adminNamespaces: e[ENV.adminNamespaces],
+    adminNamespaces: e[POLICY_ENV.adminNamespaces],
     allowAdminNamespaces: e[ENV.triggerAllowAdminNamespaces],
   };
   checkTriggerNamespaceSettings(namespaces);

@@ -7,7 +7,8 @@
  *   local controller infra/dev/local/config.ts (`npm start`, and the development tools under infra/dev/local/)
  *   CLI              src/cli/config.ts
  * Only those modules (and no other file below src/ or functions/) touch process.env
- * (test/unit/config/environment.test.ts checks it).
+ * (test/unit/config/environment.test.ts checks it). The migration policy's variables are named with
+ * the rest of each setting in one table, POLICY_SETTINGS in src/dvm/policyConfig.ts.
  */
 
 import { z } from "zod";
@@ -36,27 +37,6 @@ export const ENV = {
   awsProfile: "AWS_PROFILE",
   awsWebIdentityTokenFile: "AWS_WEB_IDENTITY_TOKEN_FILE",
   awsSdkNodeVersionWarningDisabled: "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED",
-  // The migration policy (src/dvm/policyConfig.ts).
-  adminNamespaces: "DVM_ADMIN_NAMESPACES",
-  transferImages: "DVM_TRANSFER_IMAGES",
-  defaultTransferImage: "DVM_DEFAULT_TRANSFER_IMAGE",
-  // The migration policy's transfer part (src/dvm/transferPolicy.ts): what a DVM's spec.transfer may ask for.
-  transferDelete: "DVM_TRANSFER_DELETE",
-  transferPartial: "DVM_TRANSFER_PARTIAL",
-  transferHardLinks: "DVM_TRANSFER_HARD_LINKS",
-  transferVerify: "DVM_TRANSFER_VERIFY",
-  transferMaxBandwidth: "DVM_TRANSFER_MAX_BANDWIDTH_KIB",
-  transferConcurrentVolumes: "DVM_TRANSFER_CONCURRENT_VOLUMES",
-  transferMaxConcurrentVolumes: "DVM_TRANSFER_MAX_CONCURRENT_VOLUMES",
-  transferMaxVolumesPerServerPod: "DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD",
-  rsyncExtraOptions: "DVM_RSYNC_EXTRA_OPTIONS",
-  transferMaxCpu: "DVM_TRANSFER_MAX_CPU",
-  transferMaxMemory: "DVM_TRANSFER_MAX_MEMORY",
-  transferPodAnnotations: "DVM_TRANSFER_POD_ANNOTATIONS",
-  // The HTTP CONNECT proxy the stunnel clients tunnel through (upstream's STUNNEL_TCP_PROXY); a DVM cannot set it.
-  stunnelTcpProxy: "DVM_STUNNEL_TCP_PROXY",
-  // The proxy of client Secrets outside the admin namespaces, which tenants can read (src/dvm/proxyPolicy.ts).
-  stunnelTcpProxyTenant: "DVM_STUNNEL_TCP_PROXY_TENANT",
   // How long the phase function retries a missing kubeconfig Secret or a refused credential (src/runner/credentialGrace.ts).
   clusterCredentialGraceSeconds: "DVM_CLUSTER_CREDENTIAL_GRACE_SECONDS",
   // The phase function's outgoing events.
@@ -106,15 +86,18 @@ export const ENV = {
 /** An environment as a process has it: names to text, any of them unset. */
 export type Environment = Readonly<Record<string, string | undefined>>;
 
-/** A blank value counts as unset (a ConfigMap or a shell cannot always leave a variable out). */
+/**
+ * A blank value counts as unset (a ConfigMap or a shell cannot always leave a variable out): the one
+ * reading of blank for every deployable's settings, lists of src/dvm/policyKinds.ts aside (there, set
+ * but empty is the empty list).
+ */
 export const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
 
 /** An optional variable: blank or unset is undefined, anything else must pass `schema`. */
 export const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema.optional());
 
 /** Required text, trimmed; blank or unset fails with `message`. */
-export const requiredText = (message: string) =>
-  z.preprocess((value) => (typeof value === "string" ? value.trim() || undefined : value), z.string({ error: message }));
+export const requiredText = (message: string) => z.preprocess(blankIsUnset, z.string({ error: message }).trim());
 
 /** Optional text, trimmed. */
 export const optionalText = () => optional(z.string().trim().min(1));

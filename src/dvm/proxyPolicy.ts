@@ -5,8 +5,10 @@
  * which may carry the operator's own credential, goes only into admin namespaces; every other namespace
  * gets the tenant proxy (DVM_STUNNEL_TCP_PROXY_TENANT), a setting the operator accepts tenants can see.
  * A credential-free operator proxy holds nothing secret and serves tenants when no tenant proxy is set.
+ * Both settings have the form "http://host:port" or "http://user:password@host:port" (parseProxyUrl).
  */
-import type { StunnelProxy } from "../transfer/stunnel";
+import { configValue, hostName, TransferConfigError } from "../transfer/configText";
+import { ProxyCredentials, type StunnelProxy } from "../transfer/stunnel";
 import type { DvmSpec } from "./types";
 
 export interface ProxyPolicy {
@@ -53,4 +55,62 @@ export function proxyViolations(
     const choice = clientProxyFor(policy, isAdminNamespace(sourceNamespace));
     return choice.kind === "refused" ? [{ field: `${base}.${field}`, message: choice.reason }] : [];
   });
+}
+
+const PROXY_FORM = '"http://host:port" or "http://user:password@host:port"';
+
+/**
+ * The proxy of DVM_STUNNEL_TCP_PROXY, or why the value cannot be one. The reason never quotes the value
+ * (it may hold a password), only the part that is wrong.
+ */
+export function parseProxyUrl(text: string): StunnelProxy | string {
+  // The URL parser would drop tabs and line breaks silently; a value that has them is refused instead.
+  if (/[\u0000-\u0020\u007f]/.test(text))
+    return `must not contain blanks, control characters or line breaks (percent-encode them in a password): ${PROXY_FORM}`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return `must be a URL, ${PROXY_FORM}`;
+  }
+  if (url.protocol !== "http:") return `must be an http:// URL (an HTTP CONNECT proxy), ${PROXY_FORM}`;
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "") return `must have no path, query or fragment: ${PROXY_FORM}`;
+  // An IPv6 literal comes bracketed; stunnel's connect takes it bare.
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = url.port === "" ? 80 : Number(url.port);
+  try {
+    hostName("host", host);
+  } catch (error) {
+    return error instanceof TransferConfigError ? "must name the proxy by a host name or IP address" : String(error);
+  }
+  if (url.username === "" && url.password === "") return { host, port };
+  if (url.username === "" || url.password === "") return "must give both a user name and a password, or neither";
+  let username: string;
+  let password: string;
+  try {
+    username = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    return "must percent-encode the user name and password correctly";
+  }
+  if (username.includes(":")) return "must not have ':' in the user name";
+  for (const [field, value] of [
+    ["user name", username],
+    ["password", password],
+  ] as const) {
+    try {
+      configValue(field, value);
+    } catch (error) {
+      // The reason only ("must not contain control characters or line breaks"), never the value.
+      return `${field}: ${error instanceof TransferConfigError ? error.message.slice(field.length + 2) : "is not valid"}`;
+    }
+  }
+  return { host, port, credentials: new ProxyCredentials(username, password) };
+}
+
+/** The value of DVM_STUNNEL_TCP_PROXY that parseProxyUrl reads back as `proxy` (credentials included). */
+export function proxyUrl(proxy: StunnelProxy): string {
+  const host = proxy.host.includes(":") ? `[${proxy.host}]` : proxy.host;
+  const credentials = proxy.credentials ? `${encodeURIComponent(proxy.credentials.username)}:${encodeURIComponent(proxy.credentials.password())}@` : "";
+  return `http://${credentials}${host}:${proxy.port}`;
 }

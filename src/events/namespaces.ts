@@ -10,6 +10,7 @@
 
 import { ENV } from "../config/environment";
 import { ConfigurationError } from "../config/error";
+import { POLICY_ENV } from "../dvm/policyConfig";
 import { type AllowList, allowList } from "../lib/allowList";
 
 export interface TriggerNamespaceRule {
@@ -37,7 +38,7 @@ export function triggerNamespaceRule(settings: TriggerNamespaceSettings): Trigge
       if (!allowed.allows(namespace)) return `namespace "${namespace}" is not in ${ENV.triggerAllowedNamespaces}`;
       if (admin.allows(namespace) && !(settings.allowAdminNamespaces && namedExactly(namespace))) {
         return (
-          `namespace "${namespace}" is an admin namespace (${ENV.adminNamespaces}), whose DVMs may reach every namespace; ` +
+          `namespace "${namespace}" is an admin namespace (${POLICY_ENV.adminNamespaces}), whose DVMs may reach every namespace; ` +
           `events may create DVMs there only when ${ENV.triggerAllowedNamespaces} names it and ${ENV.triggerAllowAdminNamespaces} is true`
         );
       }
@@ -57,7 +58,7 @@ export function checkTriggerNamespaceSettings(settings: TriggerNamespaceSettings
   if (named.length > 0) {
     throw new ConfigurationError(
       `trigger configuration: ${ENV.triggerAllowedNamespaces}: ${named.join(", ")} ${named.length === 1 ? "is an admin namespace" : "are admin namespaces"} ` +
-        `(${ENV.adminNamespaces}); set ${ENV.triggerAllowAdminNamespaces}=true to let events create admin DVMs there, or remove ${named.length === 1 ? "it" : "them"}`,
+        `(${POLICY_ENV.adminNamespaces}); set ${ENV.triggerAllowAdminNamespaces}=true to let events create admin DVMs there, or remove ${named.length === 1 ? "it" : "them"}`,
       ENV.triggerAllowedNamespaces,
     );
   }

@@ -7,6 +7,7 @@ import { triggerFromEnv } from "../../../src/aws/triggerHandler";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
 import { DEFAULT_MIGRATION_POLICY } from "../../../src/dvm/policy";
+import { POLICY_ENV } from "../../../src/dvm/policyConfig";
 import { silentLogger } from "../../../src/lib/log";
 
 describe("the phase function's configuration", () => {
@@ -18,7 +19,7 @@ describe("the phase function's configuration", () => {
   });
 
   it("reads the table, the kubeconfig parameter and the migration policy", () => {
-    expect(parsePhaseFunctionEnv({ [ENV.ledgerTable]: " t ", [ENV.kubeconfigParameter]: "/dvm/dev/host", [ENV.adminNamespaces]: "ops" })).toEqual({
+    expect(parsePhaseFunctionEnv({ [ENV.ledgerTable]: " t ", [ENV.kubeconfigParameter]: "/dvm/dev/host", [POLICY_ENV.adminNamespaces]: "ops" })).toEqual({
       ledgerTableName: "t",
       kubeconfigParameter: "/dvm/dev/host",
       policy: { ...DEFAULT_MIGRATION_POLICY, adminNamespaces: ["ops"] },
@@ -68,7 +69,7 @@ describe("the trigger's configuration", () => {
         [ENV.triggerAllowedSources]: "urn:a,urn:b*",
         [ENV.triggerAllowedNamespaces]: "shop, team-*",
         [ENV.triggerMaxEventAgeSeconds]: "600",
-        [ENV.adminNamespaces]: "ops",
+        [POLICY_ENV.adminNamespaces]: "ops",
         [ENV.triggerMaxEventBytes]: "1024",
         [ENV.kubeconfigParameter]: "/p",
       }),

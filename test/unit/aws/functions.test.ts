@@ -19,6 +19,7 @@ import { runnerFromEnv } from "../../../src/aws/runnerFromEnv";
 import { ENV } from "../../../src/config/environment";
 import { ConfigurationError } from "../../../src/config/error";
 import type { ReconcileRequest, RunResult, RunStats } from "../../../src/contracts/request";
+import { POLICY_ENV } from "../../../src/dvm/policyConfig";
 import { KubeApiError } from "../../../src/kube/errors";
 import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../../src/ledger";
 import { type LogAttributes, type Logger, silentLogger } from "../../../src/lib/log";
@@ -273,7 +274,7 @@ describe("kubeconfig source", () => {
 
 describe("runnerFromEnv", () => {
   it("refuses a bad migration policy setting with a configuration error naming the variable", async () => {
-    const runner = runnerFromEnv({ [ENV.ledgerTable]: "t", [ENV.defaultTransferImage]: "quay.io/konveyor/rsync-transfer:latest" }, silentLogger);
+    const runner = runnerFromEnv({ [ENV.ledgerTable]: "t", [POLICY_ENV.defaultTransferImage]: "quay.io/konveyor/rsync-transfer:latest" }, silentLogger);
     const error = await runner().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as Error).message).toMatch(/DVM_DEFAULT_TRANSFER_IMAGE: must be pinned/);

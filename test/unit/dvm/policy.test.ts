@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../../src/config/error";
 import { DEFAULT_MIGRATION_POLICY, isAdminNamespace, type MigrationPolicy, policyViolations, transferImageFor } from "../../../src/dvm/policy";
-import { isPinnedImage, POLICY_ENV, parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
+import { POLICY_ENV, parsePolicyEnv, policyEnv } from "../../../src/dvm/policyConfig";
+import { isPinnedImage } from "../../../src/dvm/policyKinds";
 import { DEFAULT_TRANSFER_POLICY } from "../../../src/dvm/transferPolicy";
 import { type DvmSpec, parseDvmSpec } from "../../../src/dvm/types";
 import { DEFAULT_TRANSFER_IMAGE } from "../../../src/transfer/pods";

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { MetricsWriter } from "../../../src/aws/phaseMetrics";
 import { createTriggerHandler, TriggerUnavailableError, triggerFromEnv } from "../../../src/aws/triggerHandler";
 import { ENV } from "../../../src/config/environment";
+import { POLICY_ENV } from "../../../src/dvm/policyConfig";
 import type { DvmSpec } from "../../../src/dvm/types";
 import type { HandledEvents } from "../../../src/events/handledEvents";
 import type { CreateResult, ExistingMigration, LabelledMigration, MigrationStore, NewMigration } from "../../../src/events/migrationStore";
@@ -469,11 +470,11 @@ describe("triggerFromEnv", () => {
 
   it("refuses to start when the namespace list names an admin namespace without the operator's permission", () => {
     const env = { [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "shop,ops" };
-    expect(() => triggerFromEnv({ ...env, [ENV.adminNamespaces]: "ops" }, capturingLogger())).toThrow(
+    expect(() => triggerFromEnv({ ...env, [POLICY_ENV.adminNamespaces]: "ops" }, capturingLogger())).toThrow(
       /^trigger configuration: TRIGGER_ALLOWED_NAMESPACES: ops is an admin namespace \(DVM_ADMIN_NAMESPACES\); set TRIGGER_ALLOW_ADMIN_NAMESPACES=true/,
     );
     expect(() => triggerFromEnv({ ...env, [ENV.triggerAllowedNamespaces]: "dvm-system" }, capturingLogger())).toThrow(/dvm-system is an admin namespace/);
-    expect(() => triggerFromEnv({ ...env, [ENV.adminNamespaces]: "ops", [ENV.triggerAllowAdminNamespaces]: "true" }, capturingLogger())).not.toThrow();
+    expect(() => triggerFromEnv({ ...env, [POLICY_ENV.adminNamespaces]: "ops", [ENV.triggerAllowAdminNamespaces]: "true" }, capturingLogger())).not.toThrow();
   });
 
   it("reads the namespace list and the admin namespaces from the environment", async () => {
@@ -485,7 +486,12 @@ describe("triggerFromEnv", () => {
     const store = (namespace: string, id: string) => trigger.handleHttp(HTTP.structured(requested({ id, data: { ...DATA, namespace } })) as never);
     expect(await store("migrations", "n-1")).toMatchObject({ status: 403, body: { field: "data.namespace" } });
     const admin = triggerFromEnv(
-      { [ENV.ledgerTable]: "ledger", [ENV.triggerAllowedSources]: "*", [ENV.triggerAllowedNamespaces]: "team-*,ops*", [ENV.adminNamespaces]: "ops-admin" },
+      {
+        [ENV.ledgerTable]: "ledger",
+        [ENV.triggerAllowedSources]: "*",
+        [ENV.triggerAllowedNamespaces]: "team-*,ops*",
+        [POLICY_ENV.adminNamespaces]: "ops-admin",
+      },
       capturingLogger(),
     );
     const reply = await admin.handleHttp(HTTP.structured(requested({ id: "n-2", data: { ...DATA, namespace: "ops-admin" } })) as never);

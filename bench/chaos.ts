@@ -7,6 +7,7 @@
  *   npx tsx bench/chaos.ts
  *   DVM_BENCH_CHAOS_SCENARIOS=stale-replay,crash  DVM_BENCH_CHAOS_DVMS=3  DVM_BENCH_CHAOS_PVCS=2  npx tsx bench/chaos.ts
  *   DVM_BENCH_CHAOS_SCENARIOS=throttle-bursts,api-429,invoke-throttle  npx tsx bench/chaos.ts   (the throttling bursts)
+ *   DVM_BENCH_CHAOS_SCENARIOS=quiesce  npx tsx bench/chaos.ts   (spec.quiesce under crashes, duplicates, stale reads; the baselines run MTC's quiesce)
  */
 import { pathToFileURL } from "node:url";
 import {

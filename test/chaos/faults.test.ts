@@ -191,4 +191,39 @@ describe("chaos: one fault at a time", () => {
     // Nothing ran twice: the ledger had the completion, the next invocation only repaired the status.
     expectExactlyOnce(ours);
   });
+
+  it("quiesce: a crash after the scale-down and after the restore, duplicates and stale reads, then a failure: every application restored once, to what it had", async () => {
+    // A 10 s lease (9 s function timeout): each of the two takeovers per DVM waits it out, and a body
+    // stretched by a loaded 2-core machine is not killed at the function timeout again and again.
+    const { ours, baseline } = await run("quiesce", { leaseMs: 10_000 });
+    expect(ours.repeats.crashed, "crashes after the scale-down and after the restore").toBeGreaterThanOrEqual(2 * ours.migrations);
+    expect(ours.delivery.duplicates).toBeGreaterThan(0);
+    expect(ours.delivery.staleReads).toBeGreaterThan(0);
+    expect(ours.stuck).toEqual([]);
+    expect(ours.failed.length, "every migration failed where the failure was injected").toBe(ours.migrations);
+    expect(ours.failed.every((f) => f.includes("RunRsyncOperations: failure injected"))).toBe(true);
+    // At most the interrupted phases ran again; nothing overlapped, nothing moved backwards.
+    expect(ours.repeats.repeats).toBeLessThanOrEqual(ours.repeats.crashed + ours.timeouts);
+    expect(ours.repeats.waitRepeats).toBe(0);
+    expect(ours.repeats.overlaps).toBe(0);
+    expect(ours.lostTransitions).toEqual([]);
+    expect(ours.regressions).toEqual([]);
+    const q = ours.quiesce!;
+    expect(q.workloads).toBe(4 * ours.migrations);
+    expect(q.wrongRecords, "every count recorded (object, status) is the one before the first scale-down").toEqual([]);
+    expect(q.wrongRestores, "every application back to what it had, restored once").toEqual([]);
+    expect(q.quiesced).toBe(q.workloads);
+    expect(q.restores, "each application's record removed exactly once").toBe(q.workloads);
+
+    // The cached baseline runs MTC's quiesce: the same crashes made it re-run its scale-down...
+    expect(baseline.stuck).toEqual([]);
+    expect(baseline.repeats.crashed).toBeGreaterThan(0);
+    expect(baseline.repeats.byPhase.QuiesceApplications ?? 0, "the restarted controller ran the scale-down again").toBeGreaterThan(0);
+    // ...and it records no 0 either: the record is on the object, written once (QUIESCE_BASELINE_NOTE).
+    const b = baseline.quiesce!;
+    expect(b.wrongRecords).toEqual([]);
+    expect(b.restores, "each application's record removed exactly once").toBe(b.workloads);
+    // What MTC gets wrong regardless of the faults: the CronJob suspended before is left unsuspended.
+    expect(b.wrongRestores).toEqual(baseline.uids.map((_, i) => expect.stringMatching(new RegExp(`^CronJob .*-s${i}/paused-report: left unsuspended`))));
+  });
 });

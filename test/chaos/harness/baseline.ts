@@ -48,12 +48,14 @@ import type { KubeObject } from "../../../src/kube/objects";
 import { type ClusterResolver, SecretClusterResolver } from "../../../src/kube/resolver";
 import { systemClock } from "../../../src/lib/clock";
 import { silentLogger } from "../../../src/lib/log";
+import { PHASE_BODIES } from "../../../src/phases";
 import { CLIENT_ROLE } from "../../../src/phases/rsyncOperations";
 import type { PhaseContext, PhaseOutcome } from "../../../src/phases/types";
 import { buildPhaseContext, migrationTypeOf } from "../../../src/runner/runner";
-import { type Bodies, countedBodies, crashPlan, invocationScope, SimulatedCrash, tallyHooks } from "./bodies";
+import { type Bodies, countedBodies, crashPlan, failurePlan, invocationScope, SimulatedCrash, tallyHooks } from "./bodies";
 import type { Driver } from "./drivers";
 import { Follow, type ObservedEvent } from "./listWatch";
+import { type MtcCounts, mtcQuiesceBodies, WorkloadInformers } from "./mtcQuiesce";
 import { CHAOS_MIGRATION_POLICY } from "./ourRunner";
 import { type Random, sleep } from "./random";
 import type { Tally } from "./tally";
@@ -96,6 +98,10 @@ export const UPSTREAM_CLIENT_POD_PREFIX = "rsync-";
 export interface BaselineOptions {
   /** Phases after whose body the controller process dies once per DVM (before the status write). */
   crashPhases?: readonly ExecutablePhaseName[];
+  /** Phases that fail instead of running (bodies.ts, failurePlan). */
+  failPhases?: readonly ExecutablePhaseName[];
+  /** MTC's quiesce and unquiesce instead of ours (mtcQuiesce.ts), reading workloads from an informer cache. */
+  mtcQuiesce?: boolean;
 }
 
 export interface ControllerOptions {
@@ -121,6 +127,8 @@ export interface ControllerOptions {
 export class BaselineController implements Target {
   readonly crashed = new Set<string>();
   readonly bodies: Bodies;
+  readonly mtc: MtcCounts = { refusedWrites: 0 };
+  readonly mtcQuiesce: boolean;
 
   constructor(
     readonly kind: Extract<TargetKind, "baseline" | "fresh-get">,
@@ -128,19 +136,25 @@ export class BaselineController implements Target {
     options: BaselineOptions = {},
   ) {
     const plan = crashPlan(options.crashPhases ?? []);
-    this.bodies = countedBodies({
-      ...tallyHooks(tally),
-      // No ledger and no attempt numbers: it dies once per (DVM, phase) on the plan.
-      crashAfter: (ctx, outcome) => {
-        const key = `${ctx.dvm.uid}/${ctx.phase}`;
-        if (!plan({ ...ctx, attempt: 1 }, outcome) || this.crashed.has(key)) return false;
-        this.crashed.add(key);
-        return true;
+    this.mtcQuiesce = options.mtcQuiesce ?? false;
+    const real = this.mtcQuiesce ? { ...PHASE_BODIES, ...mtcQuiesceBodies(this.mtc) } : PHASE_BODIES;
+    this.bodies = countedBodies(
+      {
+        ...tallyHooks(tally),
+        ...(options.failPhases?.length ? { inject: failurePlan(options.failPhases) } : {}),
+        // No ledger and no attempt numbers: it dies once per (DVM, phase) on the plan.
+        crashAfter: (ctx, outcome) => {
+          const key = `${ctx.dvm.uid}/${ctx.phase}`;
+          if (!plan({ ...ctx, attempt: 1 }, outcome) || this.crashed.has(key)) return false;
+          this.crashed.add(key);
+          return true;
+        },
+        crash: async (ctx) => {
+          throw new SimulatedCrash(`baseline died after ${ctx.phase}`);
+        },
       },
-      crash: async (ctx) => {
-        throw new SimulatedCrash(`baseline died after ${ctx.phase}`);
-      },
-    });
+      real,
+    );
   }
 
   invoke(_request: unknown, _hints: InvokeHints): Promise<RunResult> {
@@ -211,6 +225,7 @@ class ControllerReplica {
   private cache = new Map<string, DirectVolumeMigration>();
   private queue = new RateLimitingQueue();
   private follows: Follow[] = [];
+  private workloads: WorkloadInformers | undefined;
   private readonly store: KubeDvmStore;
   private readonly clusters: ClusterResolver;
   /** The resourceVersion of this process's last status write per key: a cache read older than it is stale. */
@@ -229,7 +244,17 @@ class ControllerReplica {
   ) {
     this.pollMs = options.pollMs ?? POLL_REQ_MS;
     this.store = new KubeDvmStore(options.kubeConfig);
-    this.clusters = new UpstreamNaming(new SecretClusterResolver(options.kubeConfig));
+    const upstream = new UpstreamNaming(new SecretClusterResolver(options.kubeConfig));
+    // MTC's quiesce reads through the manager's cached client; the fresh-get baseline reads by GET.
+    this.clusters =
+      baseline.mtcQuiesce && baseline.kind === "baseline"
+        ? {
+            resolve: async (...args) => {
+              const clusters = await upstream.resolve(...args);
+              return this.workloads ? { ...clusters, source: this.workloads.cachedReads(clusters.source) } : clusters;
+            },
+          }
+        : upstream;
   }
 
   start(): this {
@@ -244,6 +269,8 @@ class ControllerReplica {
       ),
     ];
     for (const follow of this.follows) follow.start();
+    // The workload cache of this process (a restart starts from nothing, as the DVM cache does).
+    if (this.baseline.mtcQuiesce && this.baseline.kind === "baseline") this.workloads = new WorkloadInformers(kubeConfig).start();
     this.worker = this.work();
     return this;
   }
@@ -253,6 +280,7 @@ class ControllerReplica {
     this.queue.shutDown();
     await this.restarting;
     await Promise.all(this.follows.map((f) => f.stop()));
+    await this.workloads?.stop();
     await this.worker;
   }
 
@@ -321,8 +349,11 @@ class ControllerReplica {
     this.queue.shutDown();
     const follows = this.follows;
     this.follows = [];
+    const workloads = this.workloads;
+    this.workloads = undefined;
     this.restarting = (async () => {
       await Promise.all(follows.map((f) => f.stop()));
+      await workloads?.stop();
       this.listsBefore += follows.reduce((sum, f) => sum + f.stats.lists, 0);
       await sleep(BASELINE_RESTART_MS);
       if (this.stopped) return;

@@ -23,6 +23,8 @@ export interface BodyHooks {
   crash?(ctx: PhaseContext): Promise<never>;
   /** Runs inside the counted body, before the real one: a slow stretch (see slowBodyPlan). */
   stall?(ctx: PhaseContext): Promise<void>;
+  /** An outcome to return instead of running the real body (an injected failure, see failurePlan). */
+  inject?(ctx: PhaseContext): PhaseOutcome | undefined;
 }
 
 /** Per invocation: time spent in bodies, and a stale object to serve as the invocation's first read. */
@@ -48,7 +50,7 @@ export function countedBodies(hooks: BodyHooks, real: Bodies = PHASE_BODIES): Bo
       let outcome: PhaseOutcome;
       try {
         await hooks.stall?.(ctx);
-        outcome = await real[phase](ctx);
+        outcome = hooks.inject?.(ctx) ?? (await real[phase](ctx));
       } catch (error) {
         if (scope) scope.bodyMs += performance.now() - started;
         await hooks.exit(key, "threw", error instanceof Error ? error.message : String(error));
@@ -72,6 +74,15 @@ export function countedBodies(hooks: BodyHooks, real: Bodies = PHASE_BODIES): Bo
 export function crashPlan(phases: readonly ExecutablePhaseName[], attempts = 1): (ctx: PhaseContext, outcome: PhaseOutcome) => boolean {
   const wanted = new Set<string>(phases.filter((p) => !phaseSpec(p).waits));
   return (ctx, outcome) => wanted.has(ctx.phase) && ctx.attempt <= attempts && outcome.kind !== "wait";
+}
+
+/**
+ * These phases fail for good instead of running (the final sync failing, say), so the failure itinerary
+ * runs: cleanup, then the restore of what the CutOver quiesced.
+ */
+export function failurePlan(phases: readonly ExecutablePhaseName[]): (ctx: PhaseContext) => PhaseOutcome | undefined {
+  const wanted = new Set<string>(phases);
+  return (ctx) => (wanted.has(ctx.phase) ? { kind: "fail", category: "Critical", errors: [`${ctx.phase}: failure injected by the chaos harness`] } : undefined);
 }
 
 /** Non-waiting phases with side effects on both clusters: secrets (and PKI) on three, pods on one. */

@@ -1,4 +1,5 @@
 /** Plain-text and Markdown renderings of chaos reports. */
+import { QUIESCE_BASELINE_NOTE, type QuiesceTally } from "./quiesceWorkloads";
 import type { ScenarioReport, TargetReport } from "./scenarios";
 import type { TargetKind } from "./targets";
 
@@ -16,13 +17,33 @@ export function describeReport(report: ScenarioReport): string[] {
       ` done in ${ms(r.timeToCompleteMs.max / 1000)} s${faults ? ` | ${faults}` : ""}`
     );
   });
+  for (const r of report.reports) {
+    if (!r.quiesce) continue;
+    lines.push(`${report.scenario.name.padEnd(18)} ${r.target.padEnd(9)} ${quiesceSummary(r.quiesce)}`);
+    if (r.target !== "ours") lines.push(`    ${r.target}: note: ${QUIESCE_BASELINE_NOTE}`);
+  }
   for (const r of report.reports)
-    for (const detail of [...r.repeats.details, ...r.lostTransitions, ...r.regressions, ...r.stuck, ...r.createdTwice, ...r.failed, ...r.withoutResults].slice(
-      0,
-      8,
-    ))
+    for (const detail of [
+      ...(r.quiesce?.wrongRecords ?? []),
+      ...(r.quiesce?.wrongRestores ?? []),
+      ...r.repeats.details,
+      ...r.lostTransitions,
+      ...r.regressions,
+      ...r.stuck,
+      ...r.createdTwice,
+      ...r.failed,
+      ...r.withoutResults,
+    ].slice(0, 8))
       lines.push(`    ${r.target}: ${detail}`);
   return lines;
+}
+
+/** What became of the quiesced applications, in one line. */
+export function quiesceSummary(q: QuiesceTally): string {
+  return (
+    `applications ${q.workloads}: quiesced ${q.quiesced}, restores ${q.restores}, wrong records ${q.wrongRecords.length}, wrong restores ${q.wrongRestores.length}` +
+    (q.refusedWrites !== undefined ? `, quiesce writes refused (409, stale copy) ${q.refusedWrites}` : "")
+  );
 }
 
 /** The faults that actually happened to this target's run. */
@@ -102,6 +123,9 @@ export function comparisonTable(reports: readonly ScenarioReport[]): string[] {
         `${r.lostTransitions.length} lost`,
         `${r.regressions.length} regressions`,
         ...(r.withoutResults.length ? [`${r.withoutResults.length} without per-PVC results`] : []),
+        ...(r.quiesce
+          ? [`${r.quiesce.wrongRecords.length} wrong quiesce records, ${r.quiesce.wrongRestores.length} wrong restores of ${r.quiesce.workloads} applications`]
+          : []),
       ].join(", "),
       injectedSummary(r) || "-",
     ]),

@@ -12,7 +12,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { LambdaTransport, sharedFunction } from "../../../src/aws/lambdaTransport";
 import { DynamoPhaseLedger } from "../../../src/aws/ledger";
 import { CONDITION } from "../../../src/dvm/conditions";
-import { ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
+import { type ExecutablePhaseName, ITINERARIES, isPhaseName, type PhaseName } from "../../../src/dvm/itinerary";
 import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { BaselineController } from "./baseline";
 import { CRASH_PHASES, HEARTBEAT_PHASE, OVERRUN_PHASE } from "./bodies";
@@ -24,6 +24,7 @@ import { CHAOS_ELECTION_TIMING, ElectedRelays, type Failover } from "./electedRe
 import type { ChaosEnvironment } from "./environment";
 import { createMigrations, type PreparedMigrations, prepareMigrations, type StartedMigration } from "./fixture";
 import { type Observatory, positionRank } from "./observatory";
+import { createApplications, judgeQuiesce, QUIESCE_APPLICATIONS, type QuiesceTally, WorkloadHistory } from "./quiesceWorkloads";
 import { seededRandom, sleep } from "./random";
 import { SpecEditor } from "./specEdits";
 import { type Distribution, distribution, type RepeatSummary, summarizeRepeats, Tally, transitionOverhead } from "./tally";
@@ -48,7 +49,8 @@ export type Fault =
   | "apiserver"
   | "throttleBurst"
   | "apiThrottle"
-  | "invokeThrottle";
+  | "invokeThrottle"
+  | "quiesce";
 
 /** DynamoDB throttling bursts: every request refused for 1.5 s of every 5 s (the ledger's own tries last about 375 ms). */
 const DYNAMO_BURSTS = { periodMs: 5_000, burstMs: 1_500 } as const;
@@ -59,6 +61,12 @@ const INVOKE_BURSTS = { periodMs: 5_000, burstMs: 2_000, retryAfterSeconds: 1 } 
 
 /** The slow API server: this share of its answers held back this long. */
 const SLOW_API = { ms: 2_000, fraction: 0.05 } as const;
+/**
+ * The quiesce fault: each process dies right after the scale-down and right after the restore, once per
+ * DVM, and the final sync fails, so the restore runs after the crash.
+ */
+const QUIESCE_CRASH_PHASES: readonly ExecutablePhaseName[] = ["QuiesceApplications", "UnquiesceAfterFailure"];
+const QUIESCE_FAIL_PHASES: readonly ExecutablePhaseName[] = ["RunRsyncOperations"];
 /** The phase whose status write is preceded by a crash (crashBeforeStatus): it carries the per-PVC results. */
 const STATUS_CRASH_PHASE = "RunRsyncOperations";
 /**
@@ -103,6 +111,7 @@ export const FAULT_DESCRIPTIONS: Record<Fault, string> = {
   apiserver: "the host API server (where the DVMs live) is restarted mid-migration (with the relay fault, the restart of the 410 gap is that restart)",
   throttleBurst: `DynamoDB throttling bursts: every request refused for ${DYNAMO_BURSTS.burstMs / 1000} s of every ${DYNAMO_BURSTS.periodMs / 1000} s (half ProvisionedThroughputExceededException, half ThrottlingException), far beyond the ledger's own five tries (about 375 ms): completions, failures and releases must be carried through by the runner's retries until the lease's end`,
   apiThrottle: `the runner (and the baseline) reach the host API server through a front that answers 429 TooManyRequests with Retry-After: ${API_BURSTS.retryAfterSeconds} to every request but watches for ${API_BURSTS.burstMs / 1000} s of every ${API_BURSTS.periodMs / 1000} s`,
+  quiesce: `every DVM is a CutOver with spec.quiesce of a source namespace holding ${QUIESCE_APPLICATIONS.map((a) => `a ${a.kind} ${a.name} (${a.kind === "CronJob" ? `suspend ${a.suspend}` : `${a.replicas} replicas`})`).join(", ")} that mount its PVCs; the phase function (the baseline's controller) dies right after the ${QUIESCE_CRASH_PHASES.join(" and ")} bodies return, once per DVM (lease ${CRASH_LEASE_MS / 1000} s), and ${QUIESCE_FAIL_PHASES.join(", ")} fails, so the restore runs after the crash. The baseline runs MTC's quiesce and unquiesce (mtcQuiesce.ts) reading the workloads from its informer cache`,
   invokeThrottle: `ours only: the real relay forwards through the real LambdaTransport (Event invocations, the AWS SDK's own retries) to a Lambda stand-in that answers TooManyRequestsException (429, Retry-After: ${INVOKE_BURSTS.retryAfterSeconds}) for ${INVOKE_BURSTS.burstMs / 1000} s of every ${INVOKE_BURSTS.periodMs / 1000} s`,
 };
 
@@ -131,6 +140,8 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "throttle-bursts", faults: ["throttleBurst"] },
   { name: "api-429", faults: ["apiThrottle"] },
   { name: "invoke-throttle", faults: ["invokeThrottle"] },
+  // Repeats after the scale-down from all three sides: a crash, duplicate deliveries, stale reads.
+  { name: "quiesce", faults: ["quiesce", "duplicates", "stale"] },
   {
     name: "all",
     faults: [
@@ -231,6 +242,8 @@ export interface TargetReport {
   timeouts: number;
   delivery: DeliveryCounts;
   dynamo?: DynamoCounts;
+  /** The quiesce fault: what became of the quiesced applications (quiesceWorkloads.ts). */
+  quiesce?: QuiesceTally;
   /** Faults of the whole run this target was part of. */
   injected: Injected;
 }
@@ -286,8 +299,13 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   const seed = options.seed ?? 1;
   const capMs = options.capMs ?? 200;
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const crashes = has("crash") || has("crashTwice");
+  const quiesce = has("quiesce");
+  const crashes = has("crash") || has("crashTwice") || quiesce;
   const workers = crashes || has("crashBeforeStatus");
+  const crashPhases = [...(has("crash") || has("crashTwice") ? CRASH_PHASES : []), ...(quiesce ? QUIESCE_CRASH_PHASES : [])];
+  const failPhases = quiesce ? [...QUIESCE_FAIL_PHASES] : [];
+  if (quiesce && (options.pvcs ?? 2) < 2) throw new Error("the quiesce fault needs 2 PVCs per DVM (its applications mount vol-0 and vol-1)");
+  const spec = quiesce ? { migrationType: "CutOver", ...options.spec } : options.spec;
   const leaseMs = options.leaseMs ?? (crashes ? (has("slowApi") ? SLOW_API_CRASH_LEASE_MS : CRASH_LEASE_MS) : has("slowBody") ? SLOW_BODY_LEASE_MS : 30_000);
   const functionTimeoutMs = Math.max(1_000, leaseMs - 1_000);
   const plane = env.host.plane;
@@ -309,8 +327,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
         prefix: `cx-${id}-${kind === "ours" ? "o" : "b"}`,
         count: options.dvms ?? 2,
         pvcs: options.pvcs ?? 2,
-        ...(options.spec ? { spec: options.spec } : {}),
+        ...(spec ? { spec } : {}),
       });
+      if (quiesce) await createApplications(env.host.kubeConfig, sourceNamespaces(prepared));
       const tally = new Tally();
       const throttle =
         has("throttle") || has("lostReply")
@@ -328,7 +347,8 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
                 tableName: env.tableName,
                 leaseMs,
                 functionTimeoutMs,
-                crashPhases: crashes ? [...CRASH_PHASES] : [],
+                crashPhases,
+                failPhases,
                 statusCrashPhases: has("crashBeforeStatus") ? [STATUS_CRASH_PHASE] : [],
                 crashAttempts: has("crashTwice") ? 2 : 1,
                 slowBodies: has("slowBody"),
@@ -339,7 +359,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
           : new OursInProcess(env, tally, { leaseMs, slowBodies: has("slowBody"), hostKubeConfig: runnerHost, ...(throttle ? { throttle } : {}) });
       } else {
         // Behind the same slow API server as ours with that fault (controllers() below gets its view).
-        target = new BaselineController(kind, tally, crashes ? { crashPhases: CRASH_PHASES } : {});
+        target = new BaselineController(kind, tally, { crashPhases, failPhases, mtcQuiesce: quiesce });
       }
       const deliverer = new Deliverer(target, history, { duplicates: has("duplicates"), staleReplay: has("stale") }, seededRandom(seed * 31 + index));
       return { kind, prepared, tally, target, deliverer, migrations: [] };
@@ -368,7 +388,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
   const specEditor = has("specEdit") ? new SpecEditor(env.host.kubeConfig) : undefined;
   let conflicts: ConflictWriter | undefined;
   let drivingStart = Date.now();
+  const workloads = quiesce ? new WorkloadHistory(env.host.kubeConfig) : undefined;
   try {
+    await workloads?.start();
     for (const run of runs) run.migrations = await createMigrations(env, run.prepared);
     await Promise.all(runs.map((run) => (run.target instanceof OursInWorkers ? run.target.prestart(run.migrations.map((m) => m.uid)) : undefined)));
     const all = runs.flatMap((run) => run.migrations);
@@ -537,6 +559,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     await slowProxy?.close();
     if (slowProxy || apiFront) rmSync(runnerHostPath, { force: true });
     await Promise.all(runs.map((run) => run.target.close()));
+    await workloads?.stop();
   }
   injected.conflictPatches = conflicts?.patches ?? 0;
   injected.relayRelists = relayDrivers.reduce((sum, d) => sum + d.relists(), 0);
@@ -552,7 +575,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     });
 
   const reports: TargetReport[] = [];
-  for (const run of runs) reports.push(await reportFor(run, scenario, observatory, env, drivingStart, injected));
+  for (const run of runs) reports.push(await reportFor(run, scenario, observatory, env, drivingStart, injected, workloads));
   return { scenario, reports, injected, durationMs: Date.now() - began };
 }
 
@@ -567,6 +590,14 @@ function writeKubeconfig(kubeConfig: KubeConfig, id: string): string {
   const path = join(tmpdir(), `dvm-chaos-${id}.kubeconfig`);
   writeFileSync(path, kubeConfig.exportConfig(), { mode: 0o600 });
   return path;
+}
+
+/** The namespaces of the migrations' source PVCs. */
+function sourceNamespaces(prepared: PreparedMigrations): string[] {
+  const claims = prepared.specs.flatMap((s) =>
+    Array.isArray(s.spec.persistentVolumeClaims) ? (s.spec.persistentVolumeClaims as Array<{ namespace: string }>) : [],
+  );
+  return [...new Set(claims.map((c) => c.namespace))];
 }
 
 function pvcCount(prepared: PreparedMigrations, name: string): number {
@@ -585,6 +616,7 @@ async function reportFor(
   env: ChaosEnvironment,
   drivingStart: number,
   injected: Injected,
+  workloads: WorkloadHistory | undefined,
 ): Promise<TargetReport> {
   const history = observatory.dvms;
   const uids = new Set(run.migrations.map((m) => m.uid));
@@ -631,6 +663,21 @@ async function reportFor(
   const transitions = new Set(bodies.filter((b) => b.outcome === "advance" || b.outcome === "fail").map((b) => `${b.uid}/${b.phase}/${b.generation}`)).size;
   const creations = observatory.creations.forDvms(uids);
   const dynamo = run.target.dynamoCounts();
+  let quiesce: QuiesceTally | undefined;
+  if (workloads) {
+    // Ours keeps what it quiesced in the status (and the ledger); MTC keeps nothing but the annotations.
+    const statuses =
+      run.kind === "ours"
+        ? new Map(
+            run.migrations.flatMap((m) => {
+              const listed = history.latestByUid(m.uid)?.status.quiescedApplications ?? [];
+              return [...new Set(listed.map((a) => a.namespace))].map((ns) => [ns, listed.filter((a) => a.namespace === ns)] as const);
+            }),
+          )
+        : undefined;
+    quiesce = judgeQuiesce(workloads, sourceNamespaces(run.prepared), statuses);
+    if (run.target instanceof BaselineController) quiesce.refusedWrites = run.target.mtc.refusedWrites;
+  }
   return {
     scenario: scenario.name,
     target: run.kind,
@@ -661,6 +708,7 @@ async function reportFor(
     timeouts: run.tally.timeouts.filter((uid) => uids.has(uid)).length,
     delivery: { ...run.deliverer.counts },
     ...(dynamo ? { dynamo } : {}),
+    ...(quiesce ? { quiesce } : {}),
     injected: { ...injected },
   };
 }

@@ -10,7 +10,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { createLedgerClient } from "../../../src/aws/ledger";
 import type { ExecutablePhaseName } from "../../../src/dvm/itinerary";
-import { type BodyHooks, crashPlan, slowBodyPlan } from "./bodies";
+import { type BodyHooks, crashPlan, failurePlan, slowBodyPlan } from "./bodies";
 import { type DynamoInstrument, instrumentDynamo } from "./dynamoFaults";
 import { buildOurRunner, type OurRunner } from "./ourRunner";
 import type { FromWorker, ToWorker, WorkerConfig } from "./workerProtocol";
@@ -50,6 +50,7 @@ function init(config: WorkerConfig): void {
       return new Promise<never>(() => {});
     },
     ...(config.slowBodies ? { stall: slowBodyPlan(config.leaseMs, config.functionTimeoutMs - 1_500) } : {}),
+    ...(config.failPhases?.length ? { inject: failurePlan(config.failPhases as ExecutablePhaseName[]) } : {}),
   };
   const statusCrashPhases = new Set(config.statusCrashPhases ?? []);
   const statusCrashesDone = new Set(config.statusCrashesDone ?? []);

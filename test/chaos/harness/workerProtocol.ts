@@ -18,6 +18,8 @@ export interface WorkerConfig {
   /** Die right after these phases' bodies return, on their first `crashAttempts` attempts (default 1). */
   crashPhases: string[];
   crashAttempts?: number;
+  /** These phases fail instead of running (bodies.ts, failurePlan). */
+  failPhases?: string[];
   /**
    * Die after the ledger recorded these phases' completion and before the status write that leaves
    * them, once per DVM and phase: `statusCrashesDone` ("uid/phase") lists the ones already done.

@@ -97,6 +97,7 @@ const KUBERNETES_ADDITIONS: Record<string, Schema> = {
 const KEYWORD_ORDER = [
   "description",
   "type",
+  "nullable",
   "format",
   "required",
   "enum",
@@ -126,7 +127,8 @@ const SAFE_INTEGER_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_IN
 /** The schema as a CRD takes it: known keywords only, in a fixed order, no zod-only bounds. */
 function structural(schema: Schema, path: string): Schema {
   const out: Schema = {};
-  // $ref, anyOf, nullable, propertyNames...: a schema construct the CRD cannot express fails here, by path.
+  // $ref, anyOf (a union: an int-or-string would need x-kubernetes-int-or-string), propertyNames...: a
+  // construct the CRD cannot express fails here, by path, instead of at the API server.
   const unknown = Object.keys(schema).find((keyword) => !KEYWORD_ORDER.includes(keyword));
   if (unknown) throw new Error(`${path || "(root)"}: the CRD cannot take the keyword "${unknown}" zod generated`);
   for (const keyword of KEYWORD_ORDER) {

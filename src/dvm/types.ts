@@ -48,26 +48,29 @@ const namespaceName = z
  */
 export const ClusterRefSchema = z.object({
   kubeconfigSecretRef: z.object({
-    name: dnsName,
-    namespace: namespaceName.optional(),
+    name: dnsName.describe("Name of the Secret."),
+    namespace: namespaceName.optional().describe("Namespace of the Secret; defaults to the DVM's namespace."),
     // A Secret's data key: at most 253 characters.
-    key: z.string().min(1).max(253).default("kubeconfig"),
+    key: z.string().min(1).max(253).default("kubeconfig").describe("Key in the Secret's data that holds the kubeconfig."),
   }),
 });
+/** How the CRD describes one side (`kubectl explain`). */
+const clusterRefDescription = (side: string) =>
+  `How to reach the ${side} cluster. Absent: the host cluster (where this DVM lives). Present: a Secret holding a kubeconfig.`;
 export type ClusterRef = z.infer<typeof ClusterRefSchema>;
 
 export const VolumeModeSchema = z.enum(["Filesystem", "Block"]);
 export const AccessModeSchema = z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]);
 
 export const PvcToMigrateSchema = z.object({
-  name: dnsName,
-  namespace: namespaceName,
-  targetName: dnsName.optional(),
-  targetNamespace: namespaceName.optional(),
-  targetStorageClass: z.string().min(1).max(253),
-  targetAccessModes: z.array(AccessModeSchema).min(1).max(4),
+  name: dnsName.describe("Name of the source PVC."),
+  namespace: namespaceName.describe("Namespace of the source PVC."),
+  targetName: dnsName.optional().describe("Name of the destination PVC; defaults to the source name."),
+  targetNamespace: namespaceName.optional().describe("Namespace of the destination PVC; defaults to the source namespace."),
+  targetStorageClass: z.string().min(1).max(253).describe("StorageClass of the destination PVC."),
+  targetAccessModes: z.array(AccessModeSchema).min(1).max(4).describe("Access modes of the destination PVC."),
   targetVolumeMode: VolumeModeSchema.optional(),
-  verify: z.boolean().optional(),
+  verify: z.boolean().optional().describe("Adds rsync --checksum."),
 });
 
 export type PvcToMigrate = z.infer<typeof PvcToMigrateSchema>;
@@ -120,13 +123,13 @@ export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
  * source's name.
  */
 export const PvcSelectorSchema = z.object({
-  namespace: namespaceName,
-  labelSelector: LabelSelectorSchema.optional(),
-  targetNamespace: namespaceName.optional(),
-  targetStorageClass: z.string().min(1).max(253),
-  targetAccessModes: z.array(AccessModeSchema).min(1).max(4),
+  namespace: namespaceName.describe("Namespace of the source PVCs."),
+  labelSelector: LabelSelectorSchema.optional().describe("A Kubernetes label selector; absent or empty selects every PVC of the namespace."),
+  targetNamespace: namespaceName.optional().describe("Namespace of the destination PVCs; defaults to the source namespace."),
+  targetStorageClass: z.string().min(1).max(253).describe("StorageClass of every destination PVC."),
+  targetAccessModes: z.array(AccessModeSchema).min(1).max(4).describe("Access modes of every destination PVC."),
   targetVolumeMode: VolumeModeSchema.optional(),
-  verify: z.boolean().optional(),
+  verify: z.boolean().optional().describe("Adds rsync --checksum."),
 });
 export type PvcSelector = z.infer<typeof PvcSelectorSchema>;
 
@@ -149,24 +152,29 @@ export const RSYNC_LONG_OPTION_PATTERN = /^--[a-z0-9][a-z0-9-]*(=[\x21-\x7e]+)?$
 
 /** How the data moves: rsync's options and the transfer pods' share of the cluster. */
 export const TransferOptionsSchema = z.object({
-  /** rsync --bwlimit of each client pod, in KiB/s (rsync's unit). Unset: the operator's limit, if any. */
-  bandwidthLimitKiBPerSecond: z.number().int().min(1).max(2_147_483_647).optional(),
-  /** --delete: files gone from the source are removed at the destination. */
-  delete: z.boolean().optional(),
-  /** --partial: a partly sent file is kept so the next attempt resumes it. */
-  partial: z.boolean().optional(),
-  /** --hard-links: hard links arrive as hard links, not as copies. */
-  hardLinks: z.boolean().optional(),
-  /** --checksum for every PVC whose own `verify` is unset. */
-  verify: z.boolean().optional(),
-  /** Further long options, each on the operator's allow-list. */
+  bandwidthLimitKiBPerSecond: z
+    .number()
+    .int()
+    .min(1)
+    .max(2_147_483_647)
+    .optional()
+    .describe("rsync --bwlimit of each client pod, in KiB/s. Unset, the operator's limit if any."),
+  delete: z.boolean().optional().describe("rsync --delete (files gone from the source are removed at the destination)."),
+  partial: z.boolean().optional().describe("rsync --partial (a partly sent file is resumed by the next attempt)."),
+  hardLinks: z.boolean().optional().describe("rsync --hard-links."),
+  verify: z.boolean().optional().describe("rsync --checksum for every PVC whose own verify is unset."),
   extraOptions: z
     .array(z.string().max(256).regex(RSYNC_LONG_OPTION_PATTERN, 'must be one rsync long option, "--name" or "--name=value", without blanks'))
     .max(32)
-    .optional(),
-  /** How many PVCs are transferred at once (client pods alive at the same time). */
-  maxConcurrentVolumes: z.number().int().min(1).max(1000).optional(),
-  /** Requests and limits of the rsync containers (client and server); replace the defaults when set. */
+    .optional()
+    .describe('Further rsync long options ("--name" or "--name=value"), each on the operator\'s allow-list.'),
+  maxConcurrentVolumes: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe("How many PVCs are transferred at once (rsync client pods alive at the same time)."),
   resources: z
     .object({ requests: ResourceListSchema.optional(), limits: ResourceListSchema.optional() })
     .superRefine((resources, ctx) => {
@@ -178,35 +186,38 @@ export const TransferOptionsSchema = z.object({
           ctx.addIssue({ code: "custom", path: ["requests", name], message: `must not exceed limits.${name} (${limit})` });
       }
     })
-    .optional(),
+    .optional()
+    .describe("Requests and limits of the rsync containers (client and server pods); replace the defaults."),
 });
 export type TransferOptions = z.infer<typeof TransferOptionsSchema>;
 
 export const DvmSpecSchema = z
   .object({
-    sourceCluster: ClusterRefSchema.optional(),
-    destinationCluster: ClusterRefSchema.optional(),
-    /** At most MAX_PVCS_PER_DVM: what every record of a DVM is sized for (src/dvm/limits.ts). */
-    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1).max(MAX_PVCS_PER_DVM).optional(),
-    /** Instead of persistentVolumeClaims: the PVCs of a namespace that match a label selector. */
-    persistentVolumeClaimSelector: PvcSelectorSchema.optional(),
-    /** Retry limit for rsync client pods; 0 or absent means the default (20), as upstream. */
-    backOffLimit: z.number().int().min(0).optional(),
+    sourceCluster: ClusterRefSchema.optional().describe(clusterRefDescription("source")),
+    destinationCluster: ClusterRefSchema.optional().describe(clusterRefDescription("destination")),
+    // At most MAX_PVCS_PER_DVM: what every record of a DVM is sized for (src/dvm/limits.ts).
+    persistentVolumeClaims: z
+      .array(PvcToMigrateSchema)
+      .min(1)
+      .max(MAX_PVCS_PER_DVM)
+      .optional()
+      .describe(
+        `The source PVCs to move, and what to create for each on the destination. At most ${MAX_PVCS_PER_DVM}: every record of a DVM (the object in etcd, its ledger items) is sized for that (docs/security.md).`,
+      ),
+    persistentVolumeClaimSelector: PvcSelectorSchema.optional().describe(
+      `Instead of persistentVolumeClaims: the PVCs of one namespace whose labels match (at most ${MAX_PVCS_PER_DVM}). Expanded once, by the first phase, into status.selectedPersistentVolumeClaims; a PVC created or relabelled later never joins a running migration. The target fields apply to every selected PVC (the target keeps the source's name). Outside an admin namespace, namespace and targetNamespace must be the DVM's own.`,
+    ),
+    backOffLimit: z.number().int().min(0).optional().describe(`Retry limit for rsync client pods; 0 or absent means the default (${DEFAULT_BACKOFF_LIMIT}).`),
     migrationType: MigrationTypeSchema.optional(),
-    deleteProgressReportingCRs: z.boolean().optional(),
-    endpointType: EndpointTypeSchema.optional(),
-    /** Image of the rsync/stunnel transfer pods. */
-    transferImage: z.string().min(1).max(MAX_IMAGE_REFERENCE_LENGTH).optional(),
-    /**
-     * Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default
-     * false: the pods run unprivileged and files belong to the pod's user.
-     */
-    runAsRoot: z.boolean().optional(),
-    /**
-     * The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift
-     * assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally
-     * the application's UID, so its files are readable) or use runAsRoot.
-     */
+    deleteProgressReportingCRs: z.boolean().optional().describe("Also delete the DirectVolumeMigrationProgress objects during cleanup."),
+    endpointType: EndpointTypeSchema.optional().describe("How the destination rsync server is exposed to the source cluster."),
+    transferImage: z.string().min(1).max(MAX_IMAGE_REFERENCE_LENGTH).optional().describe("Image of the rsync/stunnel transfer pods."),
+    runAsRoot: z
+      .boolean()
+      .optional()
+      .describe(
+        "Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default false: the transfer pods run unprivileged (files belong to the pod's user).",
+      ),
     transferIdentity: z
       .object({
         runAsUser: z.number().int().min(1).optional(),
@@ -214,11 +225,11 @@ export const DvmSpecSchema = z
         fsGroup: z.number().int().min(0).optional(),
         supplementalGroups: z.array(z.number().int().min(0)).max(32).optional(),
       })
-      .optional(),
-    /**
-     * Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them): bounded
-     * here, and only keys on the operator's allow-list pass the policy (src/transfer/podAnnotations.ts).
-     */
+      .optional()
+      .describe(
+        "The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally the application's UID, so its files are readable) or use runAsRoot.",
+      ),
+    // Bounded here, and only keys on the operator's allow-list pass the policy (src/transfer/podAnnotations.ts).
     transferPodAnnotations: z
       .record(z.string(), z.string())
       .superRefine((annotations, ctx) => {
@@ -230,20 +241,26 @@ export const DvmSpecSchema = z
           if (value.length > maxValueLength) ctx.addIssue({ code: "custom", path: [key], message: `must be at most ${maxValueLength} characters` });
         }
       })
-      .optional(),
-    /** rsync's options, the parallelism and the pods' resources, within what the operator allows. */
-    transfer: TransferOptionsSchema.optional(),
-    /**
-     * Size each new destination PVC from its source's measured usage plus headroomPercent, instead of the
-     * source's capacity (the decision is recorded in status.targetSizes).
-     */
-    rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
-    /**
-     * CutOver: scale the applications that mount the source PVCs to zero (suspend their CronJobs) before
-     * the final sync, and restore them if the migration fails or is cancelled (src/phases/quiesce.ts).
-     * Default true for a CutOver; a Rollback restores what a CutOver quiesced unless false; refused for Stage.
-     */
-    quiesce: z.boolean().optional(),
+      .optional()
+      .describe(
+        `Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). Only keys on the operator's allow-list (DVM_TRANSFER_POD_ANNOTATIONS) pass; at most ${TRANSFER_POD_ANNOTATION_BOUNDS.maxCount}.`,
+      ),
+    transfer: TransferOptionsSchema.optional().describe(
+      "How the data moves: rsync's options, how many PVCs at once, the transfer pods' resources. Only within the operator's transfer policy (docs/security.md); unset fields take its defaults.",
+    ),
+    rightSizeTargets: z
+      .object({ headroomPercent: z.number().int().min(0).max(1000) })
+      .optional()
+      .describe(
+        "Size each new destination PVC from its source's measured usage plus headroomPercent, instead of the source's capacity; the decision is recorded in status.targetSizes.",
+      ),
+    // The phases: src/phases/quiesce.ts.
+    quiesce: z
+      .boolean()
+      .optional()
+      .describe(
+        "CutOver: before the final sync, scale to zero the Deployments, StatefulSets and ReplicaSets whose pods mount a source PVC and suspend such CronJobs (each records what it had in an annotation); restored if the migration fails or is cancelled, left quiesced on success. Rollback: restore what the CutOver quiesced once the data is back. Default true for both; refused for a Stage.",
+      ),
   })
   .superRefine((spec, ctx) => {
     // One way of naming the volumes: a list and a selector together would leave unclear which one moves.
@@ -378,34 +395,40 @@ export const PodProgressSchema = z.object({
 });
 export type PodProgress = z.infer<typeof PodProgressSchema>;
 
-export const DvmStatusSchema = z.object({
-  phase: z.string().optional(),
-  itinerary: z.string().optional(),
-  phaseDescription: z.string().optional(),
-  /** "n/total" within the itinerary, for printer columns and the CLI. */
-  step: z.string().optional(),
-  startTimestamp: z.string().optional(),
-  observedGeneration: z.number().int().optional(),
-  errors: z.array(z.string()).optional(),
-  conditions: z.array(ConditionSchema).optional(),
-  rsyncOperations: z.array(RsyncOperationSchema).optional(),
-  successfulPods: z.array(PodProgressSchema).optional(),
-  failedPods: z.array(PodProgressSchema).optional(),
-  runningPods: z.array(PodProgressSchema).optional(),
-  pendingPods: z.array(PodProgressSchema).optional(),
-  unknownPods: z.array(PodProgressSchema).optional(),
-  skippedVolumes: z.array(z.string()).optional(),
-  targetSizes: z.array(TargetSizeSchema).optional(),
-  /**
-   * What spec.persistentVolumeClaimSelector selected, fixed by the first phase (Started): the PVCs every
-   * later phase moves, whatever is created or relabelled afterwards.
-   */
-  selectedPersistentVolumeClaims: z.array(PvcRefSchema).max(MAX_PVCS_PER_DVM).optional(),
-  /** What spec.quiesce scaled down or suspended (at most MAX_QUIESCED_APPLICATIONS). */
-  quiescedApplications: z.array(QuiescedApplicationSchema).max(MAX_QUIESCED_APPLICATIONS).optional(),
-  /** All volumes together: bytes so far, total, percent, rate, time left (RunRsyncOperations). */
-  progress: TransferFiguresSchema.optional(),
-});
+export const DvmStatusSchema = z
+  .object({
+    phase: z.string().optional(),
+    itinerary: z.string().optional(),
+    phaseDescription: z.string().optional(),
+    // For the printer columns and the CLI.
+    step: z.string().optional().describe('Position in the itinerary, e.g. "3/18".'),
+    startTimestamp: z.string().optional(),
+    observedGeneration: z.number().int().optional(),
+    errors: z.array(z.string()).optional(),
+    conditions: z.array(ConditionSchema).optional(),
+    rsyncOperations: z.array(RsyncOperationSchema).optional(),
+    successfulPods: z.array(PodProgressSchema).optional(),
+    failedPods: z.array(PodProgressSchema).optional(),
+    runningPods: z.array(PodProgressSchema).optional(),
+    pendingPods: z.array(PodProgressSchema).optional(),
+    unknownPods: z.array(PodProgressSchema).optional(),
+    skippedVolumes: z.array(z.string()).optional(),
+    targetSizes: z.array(TargetSizeSchema).optional(),
+    // Fixed by the first phase (Started): the PVCs every later phase moves, whatever is created or relabelled afterwards.
+    selectedPersistentVolumeClaims: z
+      .array(PvcRefSchema)
+      .max(MAX_PVCS_PER_DVM)
+      .optional()
+      .describe("What spec.persistentVolumeClaimSelector selected, fixed by the first phase."),
+    quiescedApplications: z
+      .array(QuiescedApplicationSchema)
+      .max(MAX_QUIESCED_APPLICATIONS)
+      .optional()
+      .describe(`What spec.quiesce scaled down or suspended, with what each had (at most ${MAX_QUIESCED_APPLICATIONS}).`),
+    // Written by RunRsyncOperations.
+    progress: TransferFiguresSchema.optional().describe("All volumes together: bytes so far, total, percent, rate, time left."),
+  })
+  .describe("Written by the controller only (the status subresource); fields it does not declare are kept.");
 export type DvmStatus = z.infer<typeof DvmStatusSchema>;
 
 export interface DvmMetadata {

@@ -246,12 +246,18 @@ export function policyOf(e: PolicyEnvironment): MigrationPolicy {
   };
 }
 
-/** Reads the policy from `env`; throws ConfigurationError naming every bad variable. */
+/**
+ * Reads the policy from `env`; throws ConfigurationError naming every bad variable.
+ * @internal the deployables parse it inside their own schemas; tests read a policy alone
+ */
 export function parsePolicyEnv(env: Environment): MigrationPolicy {
   return policyOf(parseEnvironment(z.object(POLICY_ENV_SHAPE), env, "migration policy"));
 }
 
-/** The environment that makes parsePolicyEnv return `policy` (for a function started with it). */
+/**
+ * The environment that makes parsePolicyEnv return `policy` (for a function started with it).
+ * @internal for tests that start functions, and infra/dev's renderer
+ */
 export function policyEnv(policy: MigrationPolicy): Record<string, string> {
   return Object.fromEntries(
     SETTINGS.flatMap(([, row]) => {

@@ -324,7 +324,8 @@ function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
     }
     // The CRD's own schema refused the object (it mirrors DvmSpecSchema, so this is rare).
     if (error.statusCode === 422) return { status: 422, body: { error: "refused by the API server", field: field("spec"), message } };
-    if (error.isTransient) {
+    // Throttled, unreachable, or a conflict a fresh try resolves.
+    if (error.disposition === "retryable") {
       log.warn("API server unavailable; the sender should retry", { error: message });
       return { status: 503, body: { error: "unavailable", message: "the host cluster is unavailable; try again" }, retryAfterSeconds: 5 };
     }

@@ -5,6 +5,7 @@
 import { ControllerError, dispositionOf } from "../contracts/controllerError";
 import { KubeApiError } from "../kube/errors";
 import { LedgerError } from "../ledger/errors";
+import { errorText } from "../lib/errorMessage";
 
 export class CliError extends ControllerError {
   override readonly name: string = "CliError";
@@ -98,6 +99,6 @@ export function explainError(error: unknown, context: ErrorContext): CliError {
   if (error instanceof KubeApiError) return explainKubeError(error, context);
   const ledger = explainLedgerError(error, context);
   if (ledger) return ledger;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorText(error);
   return new CliError(firstLine(message) || "unexpected error");
 }

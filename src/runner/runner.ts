@@ -29,6 +29,7 @@ import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, typ
 import { retryUntil } from "../ledger/retry";
 import { backoffDelay } from "../lib/backoff";
 import { type Clock, systemClock } from "../lib/clock";
+import { errorText } from "../lib/errorMessage";
 import { formatIssue } from "../lib/issues";
 import { type Logger, silentLogger } from "../lib/log";
 import { settle, unwrap } from "../lib/settle";
@@ -359,7 +360,7 @@ export class PhaseRunner {
           this.log.warn("could not give back a claim after a failed step; it ends with its lease", {
             uid: claim.key.uid,
             phase: claim.key.phase,
-            error: releaseError instanceof Error ? releaseError.message : String(releaseError),
+            error: errorText(releaseError),
           }),
         );
       }
@@ -591,7 +592,7 @@ export class PhaseRunner {
   private async retryLater(running: Gated & { lease: BodyLease }, error: unknown, stats: RunStats, credential?: string): Promise<RunResult> {
     const { dvm: fresh, position, claim, lease, log } = running;
     // Into the ledger, a condition and the run result: bounded, as any error text that is recorded.
-    const message = truncateUtf8(error instanceof Error ? error.message : String(error), MAX_ERROR_TEXT_BYTES);
+    const message = truncateUtf8(errorText(error), MAX_ERROR_TEXT_BYTES);
     log.warn("phase attempt failed; will retry", { error: message });
     try {
       await this.untilSettled(lease.settleBy(), () => this.options.ledger.fail(claim, message));
@@ -620,7 +621,7 @@ export class PhaseRunner {
         };
       });
     } catch (writeError) {
-      log.warn("could not record the retry in the status", { error: writeError instanceof Error ? writeError.message : String(writeError) });
+      log.warn("could not record the retry in the status", { error: errorText(writeError) });
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
@@ -629,7 +630,7 @@ export class PhaseRunner {
 /** What an input error fails the migration with; cleanup that gave up warns, naming what it left behind. */
 function inputFailure(error: unknown): PhaseOutcome {
   if (error instanceof CleanupGaveUpError) return { kind: "fail", errors: error.errors, category: "Warn", warnings: [error.left] };
-  return { kind: "fail", errors: error instanceof MigrationInputError ? error.errors : [String(error)], category: "Critical" };
+  return { kind: "fail", errors: error instanceof MigrationInputError ? error.errors : [errorText(error)], category: "Critical" };
 }
 
 /** A step of runOnce: the invocation's result, or the next step's input. */

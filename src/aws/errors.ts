@@ -1,24 +1,22 @@
 /**
- * What the phase function does with an error that escaped the runner. Lambda retries an async
- * invocation only when the handler throws, and then sends it to the on-failure destination, so:
+ * What the phase function does with an error that escaped the runner, read from the error's marker
+ * (src/contracts/controllerError.ts). Lambda retries an async invocation only when the handler throws,
+ * and then sends it to the on-failure destination, so:
  *   - retryable: a later try of the same request can succeed (DynamoDB throttling or 5xx, Kubernetes
  *     429/5xx/409, dropped connections): throw, Lambda's async retry applies.
  *   - terminal: the request can never succeed as it is: return a result, a retry would only repeat it.
- *   - unexpected: anything else (a bug, 403 from RBAC, a missing setting): throw too, so the event is
- *     retried and then kept in the dead-letter queue with the error instead of being dropped.
+ *   - unexpected: anything else (a bug, 403 from RBAC, a missing setting, an input error or a lost
+ *     claim the runner should have handled): throw too, so the event is retried and then kept in the
+ *     dead-letter queue with the error instead of being dropped.
  */
-import { ConfigurationError } from "../config/error";
-import { KubeApiError } from "../kube/errors";
-import { InvalidLedgerKeyError, isTransientDynamoError, LedgerUnavailableError } from "../ledger";
+import { dispositionOf } from "../contracts/controllerError";
+import { isTransientDynamoError } from "../ledger";
 
-export type ErrorDisposition = "retryable" | "terminal" | "unexpected";
+export type HandlerDisposition = "retryable" | "terminal" | "unexpected";
 
-export function classifyError(error: unknown): ErrorDisposition {
-  if (error instanceof LedgerUnavailableError) return "retryable";
-  if (error instanceof KubeApiError) return error.isTransient ? "retryable" : "unexpected";
-  // The ledger refuses a key derived from the fresh object (e.g. a uid it cannot encode): no retry changes the object.
-  if (error instanceof InvalidLedgerKeyError) return "terminal";
-  if (error instanceof ConfigurationError) return "unexpected";
+export function classifyError(error: unknown): HandlerDisposition {
+  const marked = dispositionOf(error);
+  if (marked === "retryable" || marked === "terminal") return marked;
   // SDK errors outside the ledger (SSM) and raw socket errors: same rules as the ledger's own retries.
   if (isTransientDynamoError(error) || isNetworkError(error)) return "retryable";
   return "unexpected";

@@ -11,6 +11,7 @@ import { EventBridgeClient, PutEventsCommand, type PutEventsCommandOutput } from
 import type { CloudEventV1 } from "cloudevents";
 import { type EventSink, SendError } from "../events/publisher";
 import { isTransientDynamoError } from "../ledger";
+import { errorMessage } from "../lib/errorMessage";
 
 /** PutEvents error codes (per entry) that a later try can get past. */
 const RETRYABLE_ENTRY_CODES = new Set(["ThrottlingException", "InternalFailure", "InternalException", "ServiceUnavailable"]);
@@ -53,7 +54,7 @@ export class EventBridgeSink implements EventSink {
     } catch (error) {
       const name = error instanceof Error ? error.name : "Error";
       const retryable = isTransientDynamoError(error) || name === "AbortError" || name === "TimeoutError";
-      throw new SendError(`PutEvents to ${this.busName}: ${name}: ${error instanceof Error ? error.message : String(error)}`, retryable);
+      throw new SendError(`PutEvents to ${this.busName}: ${errorMessage(error)}`, retryable);
     }
     if (!output.FailedEntryCount) return;
     const entry = output.Entries?.[0];

@@ -13,6 +13,7 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { ENV, type Environment } from "../config/environment";
+import { ControllerError } from "../contracts/controllerError";
 import { isPlainObject, rejection } from "../events/incoming";
 import { KubeMigrationStore } from "../events/migrationStore";
 import { triggerNamespaceRule } from "../events/namespaces";
@@ -27,8 +28,9 @@ import type { MetricsWriter } from "./phaseMetrics";
 import { parseTriggerEnv } from "./triggerConfig";
 
 /** A 5xx reply to an EventBridge event: thrown so Lambda's async retry takes over. */
-export class TriggerUnavailableError extends Error {
+export class TriggerUnavailableError extends ControllerError {
   override readonly name: string = "TriggerUnavailableError";
+  readonly disposition = "retryable";
   constructor(readonly reply: TriggerReply) {
     super(`${reply.status}: ${"message" in reply.body ? reply.body.message : ""}`);
   }

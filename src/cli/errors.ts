@@ -2,11 +2,15 @@
  * Errors the CLI shows as one line naming what went wrong and how to fix it, with exit code 1; never a
  * stack trace. Everything thrown below the commands is translated here.
  */
+import { ControllerError, dispositionOf } from "../contracts/controllerError";
 import { KubeApiError } from "../kube/errors";
-import { LedgerError, LedgerUnavailableError } from "../ledger/errors";
+import { LedgerError } from "../ledger/errors";
+import { errorText } from "../lib/errorMessage";
 
-export class CliError extends Error {
+export class CliError extends ControllerError {
   override readonly name: string = "CliError";
+  /** Already explained to the user: the command cannot go on as it was given. */
+  readonly disposition = "terminal";
   constructor(
     message: string,
     readonly exitCode = 1,
@@ -82,7 +86,8 @@ export function explainLedgerError(error: unknown, context: ErrorContext): CliEr
   if (/region is missing/i.test(detail)) {
     return new CliError(`no AWS region for DynamoDB: set AWS_REGION (or pass --dynamodb-endpoint for a local DynamoDB)`);
   }
-  if (chain.some((e) => e instanceof LedgerUnavailableError) || names.includes("TimeoutError")) {
+  // The ledger's only retryable error is DynamoDB unreachable or throttled through every retry.
+  if (chain.some((e) => dispositionOf(e) === "retryable") || names.includes("TimeoutError")) {
     return new CliError(`cannot reach DynamoDB at ${endpoint} for table "${table}" (${detail}): check --dynamodb-endpoint (AWS_ENDPOINT_URL_DYNAMODB)`);
   }
   return new CliError(`ledger table "${table}" at ${endpoint}: ${detail}`);
@@ -94,6 +99,6 @@ export function explainError(error: unknown, context: ErrorContext): CliError {
   if (error instanceof KubeApiError) return explainKubeError(error, context);
   const ledger = explainLedgerError(error, context);
   if (ledger) return ledger;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorText(error);
   return new CliError(firstLine(message) || "unexpected error");
 }

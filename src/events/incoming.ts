@@ -9,6 +9,7 @@
  * attributes are checked on the raw message first, and every refusal names the field.
  */
 import { CloudEvent, type CloudEventV1, HTTP, ValidationError } from "cloudevents";
+import { errorText } from "../lib/errorMessage";
 import type { FieldIssue } from "../lib/issues";
 import { SPEC_VERSION } from "./schema";
 
@@ -241,7 +242,7 @@ function sdkIssues(error: unknown, name: (field: string) => string): FieldIssue[
     const field = attribute?.[1] ?? attribute?.[2];
     return [{ field: name(field ?? "event"), message: error.message.split("\n")[0]! }];
   }
-  return [{ field: name("event"), message: error instanceof Error ? error.message : String(error) }];
+  return [{ field: name("event"), message: errorText(error) }];
 }
 
 function eventFields(event: CloudEventV1<unknown>): Omit<ReceivedEvent, "mode" | "data" | "dataField"> {

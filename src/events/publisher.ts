@@ -14,6 +14,7 @@
  */
 
 import type { CloudEventV1 } from "cloudevents";
+import { ControllerError, dispositionOf, type ErrorDisposition } from "../contracts/controllerError";
 import { backoffDelay } from "../lib/backoff";
 import { errorMessage } from "../lib/errorMessage";
 import { type Logger, silentLogger } from "../lib/log";
@@ -27,13 +28,16 @@ export interface EventSink {
 }
 
 /** A send that failed; `retryable` false when trying again cannot help (a 4xx, a refused entry). */
-export class SendError extends Error {
+export class SendError extends ControllerError {
   override readonly name: string = "SendError";
   constructor(
     message: string,
     readonly retryable: boolean,
   ) {
     super(message);
+  }
+  get disposition(): ErrorDisposition {
+    return this.retryable ? "retryable" : "terminal";
   }
 }
 
@@ -190,7 +194,8 @@ export class EventPublisher {
         await this.sink.send(event, AbortSignal.timeout(this.sendTimeoutMs));
         return true;
       } catch (error) {
-        const retryable = !(error instanceof SendError) || error.retryable;
+        // Anything but a refusal is tried again: a sink's own failures are not marked.
+        const retryable = dispositionOf(error) !== "terminal";
         const attributes = { type: event.type, id: event.id, sink: this.sink.name, attempt, error: errorMessage(error) };
         if (!retryable || attempt >= this.maxAttempts) {
           this.log.warn(retryable ? "event not sent: retries exhausted" : "event not sent: refused by the sink", attributes);

@@ -9,6 +9,7 @@
  */
 import type { ReconcileRequest, RunResult, RunStats } from "../contracts/request";
 import type { LedgerEntry } from "../ledger";
+import { errorText } from "../lib/errorMessage";
 import { type Logger, silentLogger } from "../lib/log";
 import type { RunnerOptions, RunOptions } from "../runner/runner";
 import { completionEvents, DEFAULT_EVENT_SOURCE, type DvmRef, eventsWanted } from "./outgoing";
@@ -37,7 +38,7 @@ export function phaseEventsHook(options: PhaseEventsOptions): NonNullable<Runner
         return events;
       });
     } catch (error) {
-      log.warn("could not queue the phase's events", { error: error instanceof Error ? error.message : String(error) });
+      log.warn("could not queue the phase's events", { error: errorText(error) });
     }
   };
 }
@@ -67,7 +68,7 @@ export function withEventFlush(runner: RunnerLike, options: EventFlushOptions): 
       const result = await options.publisher.flush(options.deadlineMs);
       options.afterFlush?.(result);
     } catch (error) {
-      log.warn("flushing events failed; the invocation goes on", { error: error instanceof Error ? error.message : String(error) });
+      log.warn("flushing events failed; the invocation goes on", { error: errorText(error) });
     }
   };
   const runWithStats = async (request: ReconcileRequest, runOptions?: RunOptions) => {

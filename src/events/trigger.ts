@@ -22,6 +22,7 @@
 import { KubeApiError } from "../kube/errors";
 import { LedgerUnavailableError } from "../ledger/errors";
 import { type Clock, systemClock } from "../lib/clock";
+import { errorText } from "../lib/errorMessage";
 import { fieldIssues } from "../lib/issues";
 import { type Logger, silentLogger } from "../lib/log";
 import type { EventIdentity, HandledEvents } from "./handledEvents";
@@ -305,12 +306,12 @@ async function applyHistoryLimit(store: MigrationStore, namespace: string, sourc
       log.info("scheduled run deleted: beyond the schedule's history limit", { deleted: run.name, scheduledTime: run.scheduledTime, limit });
     }
   } catch (error) {
-    log.warn("could not apply the schedule's history limit; the next run tries again", { error: error instanceof Error ? error.message : String(error) });
+    log.warn("could not apply the schedule's history limit; the next run tries again", { error: errorText(error) });
   }
 }
 
 function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorText(error);
   const field = (name: string) => (dataField ? `${dataField}.${name}` : name);
   if (error instanceof LedgerUnavailableError) {
     log.warn("the ledger is unavailable; the sender should retry", { error: message });
@@ -325,7 +326,8 @@ function failure(error: unknown, log: Logger, dataField: string): TriggerReply {
     }
     // The CRD's own schema refused the object (it mirrors DvmSpecSchema, so this is rare).
     if (error.statusCode === 422) return { status: 422, body: { error: "refused by the API server", field: field("spec"), message } };
-    if (error.isTransient) {
+    // Throttled, unreachable, or a conflict a fresh try resolves.
+    if (error.disposition === "retryable") {
       log.warn("API server unavailable; the sender should retry", { error: message });
       return { status: 503, body: { error: "unavailable", message: "the host cluster is unavailable; try again" }, retryAfterSeconds: 5 };
     }

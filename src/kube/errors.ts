@@ -1,5 +1,7 @@
+import { ControllerError, type ErrorDisposition } from "../contracts/controllerError";
+
 /** Classified API errors, so callers branch on what happened rather than on status codes. */
-export class KubeApiError extends Error {
+export class KubeApiError extends ControllerError {
   override readonly name: string = "KubeApiError";
   constructor(
     message: string,
@@ -23,9 +25,17 @@ export class KubeApiError extends Error {
   get isGone(): boolean {
     return this.statusCode === 410;
   }
-  /** Worth retrying: throttling, server errors, timeouts, network failures. */
+  /** The server or the network is in trouble for now: throttling, server errors, timeouts, network failures. */
   get isTransient(): boolean {
-    return this.statusCode === undefined || this.statusCode === 429 || this.statusCode >= 500 || this.isConflict;
+    return this.statusCode === undefined || this.statusCode === 429 || this.statusCode >= 500;
+  }
+  /**
+   * A later try can succeed when the trouble is transient, or on a conflict: not transient (the write
+   * lost a race, src/kube/conflictRetry.ts re-reads and writes again), but a request run again reads the
+   * object afresh. Anything else (401, 403, 404, 410, 422, AlreadyExists) is not the request's to retry.
+   */
+  get disposition(): ErrorDisposition {
+    return this.isTransient || this.isConflict ? "retryable" : "unexpected";
   }
 }
 

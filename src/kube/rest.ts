@@ -6,6 +6,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { ControllerError } from "../contracts/controllerError";
 import { KubeApiError, toKubeApiError } from "./errors";
 
 export interface RestRequest {
@@ -124,8 +125,9 @@ async function send(url: URL, options: RequestOptions, body: Buffer | undefined)
   }
 }
 
-class ReusedConnectionClosed extends Error {
+class ReusedConnectionClosed extends ControllerError {
   override readonly name = "ReusedConnectionClosed";
+  readonly disposition = "retryable";
 }
 
 function sendOnce(url: URL, options: RequestOptions, body: Buffer | undefined, retried = false): Promise<Answer> {

@@ -1,11 +1,13 @@
 /** Ledger errors are classes so the runner can branch on what happened (see STYLE.md, Powertools). */
 
+import { ControllerError, type ErrorDisposition } from "../contracts/controllerError";
 import { errorMessage } from "../lib/errorMessage";
 import type { LedgerKey, LedgerState } from "./types";
 
 /** Any ledger failure that is not one of the more specific classes below; never swallowed. */
-export class LedgerError extends Error {
+export class LedgerError extends ControllerError {
   override readonly name: string = "LedgerError";
+  readonly disposition: ErrorDisposition = "unexpected";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
@@ -14,6 +16,8 @@ export class LedgerError extends Error {
 /** A key that can have no ledger entry; raised before anything is written. */
 export class InvalidLedgerKeyError extends LedgerError {
   override readonly name: string = "InvalidLedgerKeyError";
+  /** Derived from the object itself (e.g. a uid it cannot encode): no retry changes it. */
+  override readonly disposition = "terminal";
   constructor(
     readonly field: "key" | "uid" | "phase" | "generation",
     readonly value: unknown,
@@ -26,6 +30,7 @@ export class InvalidLedgerKeyError extends LedgerError {
 /** DynamoDB stayed unreachable or throttled through every retry. */
 export class LedgerUnavailableError extends LedgerError {
   override readonly name: string = "LedgerUnavailableError";
+  override readonly disposition = "retryable";
   constructor(
     readonly operation: string,
     readonly attempts: number,
@@ -41,6 +46,7 @@ export class LedgerUnavailableError extends LedgerError {
  */
 export class LostClaimError extends LedgerError {
   override readonly name: string = "LostClaimError";
+  override readonly disposition = "superseded";
   constructor(
     readonly key: LedgerKey,
     readonly attempt: number,
@@ -60,6 +66,7 @@ export class LostClaimError extends LedgerError {
  */
 export class OutcomeTooLargeError extends LedgerError {
   override readonly name: string = "OutcomeTooLargeError";
+  override readonly disposition = "terminal";
   constructor(
     readonly bytes: number,
     readonly limit: number,

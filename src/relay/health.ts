@@ -6,6 +6,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { errorText } from "../lib/errorMessage";
 
 export interface HealthServerOptions {
   /** TCP port; 0 picks a free one (see HealthServer.port). Default 8080. */
@@ -44,7 +45,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
             res.writeHead(200, { "content-type": contentType, "cache-control": "no-store" });
             res.end(req.method === "HEAD" ? undefined : body);
           },
-          (error: unknown) => send(500, { error: error instanceof Error ? error.message : String(error) }),
+          (error: unknown) => send(500, { error: errorText(error) }),
         );
         return;
       }
@@ -56,7 +57,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       }
       return send(404, { error: `no such path ${path}` });
     } catch (error) {
-      return send(500, { error: error instanceof Error ? error.message : String(error) });
+      return send(500, { error: errorText(error) });
     }
   });
   // Probes open a connection each time; do not let idle keep-alive sockets hold up close().

@@ -16,6 +16,7 @@
  * - A clean stop steps down first, then releases the Lease (holder ""), so a standby takes over at its
  *   next attempt instead of after the lease duration.
  */
+import { ControllerError } from "../contracts/controllerError";
 import { type Clock, systemClock } from "../lib/clock";
 import { errorMessage } from "../lib/errorMessage";
 import { jsonLogger, type Logger } from "../lib/log";
@@ -47,8 +48,10 @@ export function leaderElectionTimingProblem(timing: LeaderElectionTiming): { fie
   return undefined;
 }
 
-export class LeaderElectionConfigError extends Error {
+/** A timing or identity setting that cannot work: a missing setting, so unexpected like ConfigurationError. */
+export class LeaderElectionConfigError extends ControllerError {
   override readonly name = "LeaderElectionConfigError";
+  readonly disposition = "unexpected";
 }
 
 export interface LeaderElectorOptions extends Partial<LeaderElectionTiming> {
@@ -325,8 +328,9 @@ export class LeaderElector {
   }
 }
 
-class AttemptTimeoutError extends Error {
+class AttemptTimeoutError extends ControllerError {
   override readonly name = "AttemptTimeoutError";
+  readonly disposition = "retryable";
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

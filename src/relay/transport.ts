@@ -31,11 +31,13 @@ export class InProcessTransport implements RelayTransport {
   }
 }
 
+import { ControllerError } from "../contracts/controllerError";
 import type { ReconcileRequest, RunResult } from "../contracts/request";
 
-/** Lambda did not accept the invocation (an unexpected status code). */
-export class LambdaInvokeError extends Error {
+/** Lambda did not accept the invocation (an unexpected status code); the relay forwards again after its backoff. */
+export class LambdaInvokeError extends ControllerError {
   override readonly name = "LambdaInvokeError";
+  readonly disposition = "retryable";
   constructor(
     readonly functionName: string,
     readonly statusCode: number | undefined,
@@ -44,9 +46,10 @@ export class LambdaInvokeError extends Error {
   }
 }
 
-/** The function ran and failed (the response carried FunctionError: "Unhandled" or "Handled"). */
-export class RemoteFunctionError extends Error {
+/** The function ran and failed (the response carried FunctionError: "Unhandled" or "Handled"); forwarded again after the backoff. */
+export class RemoteFunctionError extends ControllerError {
   override readonly name = "RemoteFunctionError";
+  readonly disposition = "retryable";
   constructor(
     readonly functionName: string,
     readonly functionError: string,

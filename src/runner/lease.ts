@@ -11,6 +11,7 @@
  * MAX_CLOCK_SKEW_MS of each other (NTP or the Amazon Time Sync Service keep them within milliseconds).
  */
 
+import { ControllerError } from "../contracts/controllerError";
 import type { PhaseLease } from "../contracts/lease";
 import type { Cluster, MigrationClusters } from "../kube/cluster";
 import type { KubeObject, ObjectRef } from "../kube/objects";
@@ -25,8 +26,9 @@ export const IN_FLIGHT_ALLOWANCE_MS = 3_000;
 export const DEFAULT_LEASE_MARGIN_MS = MAX_CLOCK_SKEW_MS + IN_FLIGHT_ALLOWANCE_MS;
 
 /** The body ran into its deadline without renewing its lease; the phase is retried. */
-export class LeaseDeadlineError extends Error {
+export class LeaseDeadlineError extends ControllerError {
   override readonly name = "LeaseDeadlineError";
+  readonly disposition = "retryable";
   constructor(readonly deadlineMs: number) {
     super(`the phase body did not finish within its lease (deadline ${deadlineMs} ms after it started) and was stopped`);
   }

@@ -10,6 +10,7 @@
  *   5. write the status guarded by the resourceVersion read in step 1; a conflict means re-read, never overwrite.
  */
 
+import { dispositionOf } from "../contracts/controllerError";
 import { MigrationInputError } from "../contracts/inputError";
 import type { ReconcileRequest, RunResult, RunStats } from "../contracts/request";
 import { CONDITION, type ConditionInput, findCondition, setCondition } from "../dvm/conditions";
@@ -28,6 +29,7 @@ import { type Claim, type ClaimResult, LostClaimError, OutcomeTooLargeError, typ
 import { retryUntil } from "../ledger/retry";
 import { backoffDelay } from "../lib/backoff";
 import { type Clock, systemClock } from "../lib/clock";
+import { errorText } from "../lib/errorMessage";
 import { formatIssue } from "../lib/issues";
 import { type Logger, silentLogger } from "../lib/log";
 import { settle, unwrap } from "../lib/settle";
@@ -281,7 +283,8 @@ export class PhaseRunner {
 
   /**
    * A body that threw: a credential problem is retried within its grace and fails the migration after it;
-   * bad input fails it; a lost claim stops; anything else is retried with backoff.
+   * otherwise the error's disposition decides: bad input fails it, a lost claim (superseded) stops, and
+   * anything else is retried with backoff.
    */
   private async onBodyError(
     error: unknown,
@@ -302,14 +305,18 @@ export class PhaseRunner {
             : { kind: "fail", errors: [gaveUp], category: "Critical" },
       };
     }
-    if (error instanceof CleanupGaveUpError) return { outcome: { kind: "fail", errors: error.errors, category: "Warn", warnings: [error.left] } };
-    if (error instanceof MigrationInputError) return { outcome: { kind: "fail", errors: error.errors, category: "Critical" } };
-    if (error instanceof LostClaimError) {
-      log.warn("claim lost while the body ran (lease renewal refused): stopped", { holderAttempt: error.current?.attempt });
-      return { result: { kind: "busy", phase: position.phase, retryAfterMs: 0 } };
+    switch (dispositionOf(error)) {
+      case "input":
+        return { outcome: inputFailure(error) };
+      case "superseded":
+        log.warn("claim lost while the body ran (lease renewal refused): stopped", {
+          holderAttempt: error instanceof LostClaimError ? error.current?.attempt : undefined,
+        });
+        return { result: { kind: "busy", phase: position.phase, retryAfterMs: 0 } };
+      default:
+        if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
+        return { result: await this.retryLater(running, error, stats) };
     }
-    if (error instanceof LeaseDeadlineError) log.warn("phase body stopped at its lease deadline", { leaseMs: this.leaseMs });
-    return { result: await this.retryLater(running, error, stats) };
   }
 
   /** Records the body's outcome, then writes the status; a claim lost meanwhile belongs to its new holder. */
@@ -353,7 +360,7 @@ export class PhaseRunner {
           this.log.warn("could not give back a claim after a failed step; it ends with its lease", {
             uid: claim.key.uid,
             phase: claim.key.phase,
-            error: releaseError instanceof Error ? releaseError.message : String(releaseError),
+            error: errorText(releaseError),
           }),
         );
       }
@@ -492,7 +499,7 @@ export class PhaseRunner {
       });
     } catch (error) {
       // Progress is re-collected on the next poll; losing one write loses nothing.
-      if (!(error instanceof KubeApiError && error.isTransient)) throw error;
+      if (dispositionOf(error) !== "retryable") throw error;
     }
   }
 
@@ -585,7 +592,7 @@ export class PhaseRunner {
   private async retryLater(running: Gated & { lease: BodyLease }, error: unknown, stats: RunStats, credential?: string): Promise<RunResult> {
     const { dvm: fresh, position, claim, lease, log } = running;
     // Into the ledger, a condition and the run result: bounded, as any error text that is recorded.
-    const message = truncateUtf8(error instanceof Error ? error.message : String(error), MAX_ERROR_TEXT_BYTES);
+    const message = truncateUtf8(errorText(error), MAX_ERROR_TEXT_BYTES);
     log.warn("phase attempt failed; will retry", { error: message });
     try {
       await this.untilSettled(lease.settleBy(), () => this.options.ledger.fail(claim, message));
@@ -614,10 +621,16 @@ export class PhaseRunner {
         };
       });
     } catch (writeError) {
-      log.warn("could not record the retry in the status", { error: writeError instanceof Error ? writeError.message : String(writeError) });
+      log.warn("could not record the retry in the status", { error: errorText(writeError) });
     }
     return { kind: "retry", phase: position.phase, error: message, retryAfterMs };
   }
+}
+
+/** What an input error fails the migration with; cleanup that gave up warns, naming what it left behind. */
+function inputFailure(error: unknown): PhaseOutcome {
+  if (error instanceof CleanupGaveUpError) return { kind: "fail", errors: error.errors, category: "Warn", warnings: [error.left] };
+  return { kind: "fail", errors: error instanceof MigrationInputError ? error.errors : [errorText(error)], category: "Critical" };
 }
 
 /** A step of runOnce: the invocation's result, or the next step's input. */
@@ -756,7 +769,7 @@ export async function buildPhaseContext(input: PhaseContextInput): Promise<Phase
       const problem = credentialProblem(error) ?? error.message;
       throw new CleanupGaveUpError([`cleanup: ${problem}`], cleanupLeftCondition(dvm.metadata, spec, dvm.status, problem));
     }
-    if (!(inFailure && error instanceof MigrationInputError)) throw error;
+    if (!(inFailure && dispositionOf(error) === "input")) throw error;
     const host = (await input.clusters.resolve(dvm.metadata.namespace, {})).host;
     clusters = { host, source: unreachableCluster("source"), destination: unreachableCluster("destination"), sameCluster: false };
   }

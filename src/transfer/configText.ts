@@ -1,3 +1,5 @@
+import { ControllerError } from "../contracts/controllerError";
+
 /**
  * Guards for values that end up inside generated config files (rsyncd.conf, stunnel.conf) and shell
  * scripts. Both config formats are line-based `key = value` with no quoting, so a value carrying a
@@ -6,8 +8,10 @@
  * the option, never escaped into something else.
  */
 
-export class TransferConfigError extends Error {
+/** Terminal: the same options are refused the same way on every try. */
+export class TransferConfigError extends ControllerError {
   override readonly name = "TransferConfigError";
+  readonly disposition = "terminal";
   constructor(
     /** The option that was refused, e.g. `modules[1].path`. */
     readonly field: string,

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 export const LAYERS = {
   contracts: [],
   lib: [],
-  config: ["lib"],
+  config: ["lib", "contracts"],
   transfer: ["lib", "contracts"],
   dvm: ["lib", "contracts", "config", "transfer"],
   kube: ["lib", "contracts", "config", "dvm"],

@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { errorText } from "../../../src/lib/errorMessage";
 import { startEmbeddedClusters } from "./embeddedClusters";
 
 async function main(): Promise<void> {
@@ -34,6 +35,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  process.stderr.write(`[clusters] could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`[clusters] could not start: ${errorText(error)}\n`);
   process.exit(1);
 });

@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigurationError } from "../../../src/config/error";
+import { errorText } from "../../../src/lib/errorMessage";
 import { jsonLogger } from "../../../src/lib/log";
 import { localEnvironment, parseLocalControllerEnv } from "./config";
 import { startLocalController } from "./controller";
@@ -136,6 +137,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  process.stderr.write(`[dvm] could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`[dvm] could not start: ${errorText(error)}\n`);
   process.exit(1);
 });

@@ -7,6 +7,7 @@ import { DVM_API_VERSION, DVM_GROUP, DVM_PLURAL } from "../../dvm/types";
 import { toKubeApiError } from "../../kube/errors";
 import { KINDS } from "../../kube/objects";
 import { KubeRest, resourcePath } from "../../kube/rest";
+import { errorText } from "../../lib/errorMessage";
 import type { CliContext, GlobalOptions } from "../context";
 import { CliError } from "../errors";
 import { println } from "../io";
@@ -47,7 +48,7 @@ function readDraft(ctx: CliContext, options: MigrateOptions): { draft: DvmDraft;
   try {
     return { ...draftFromDocument(text, source), fromFlags: false };
   } catch (error) {
-    throw new CliError(error instanceof Error ? error.message : String(error));
+    throw new CliError(errorText(error));
   }
 }
 

@@ -173,6 +173,7 @@ describe("the trigger", () => {
     ["the CRD refusing the object", new KubeApiError("create: spec.persistentVolumeClaims: Invalid value", 422, "Invalid"), 422, { field: "data.spec" }],
     ["an API server that is down", new KubeApiError("create: connect ECONNREFUSED", undefined, undefined), 503, { error: "unavailable" }],
     ["throttling", new KubeApiError("create: too many requests", 429, "TooManyRequests"), 503, { error: "unavailable" }],
+    ["a write conflict (a fresh try re-reads)", new KubeApiError("create: conflict", 409, "Conflict"), 503, { error: "unavailable" }],
     [
       "RBAC refusing the create",
       new KubeApiError('create: directvolumemigrations is forbidden: User "trigger"', 403, "Forbidden"),

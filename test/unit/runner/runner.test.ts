@@ -217,6 +217,15 @@ describe("PhaseRunner", () => {
     expect(entry).toMatchObject({ state: "COMPLETED", attempts: 3, waits: 2 });
   });
 
+  it("lets a wait phase's progress write go when it loses every conflict retry: the next poll writes it", async () => {
+    const warning = { type: "StillWaiting", status: "True" as const, category: "Warn" as const, reason: "Started", message: "not yet" };
+    const { bodies } = countingBodies({ Started: async () => ({ kind: "wait", reason: "not yet", warnings: [warning] }) });
+    // Someone else changes the DVM before each of the runner's writes: every guarded write conflicts.
+    store.beforeWrite = (s) => s.touch((dvm) => (dvm.metadata.labels = { unrelated: `change-${now++}` }));
+    expect(await runner(bodies).run(request)).toMatchObject({ kind: "waiting", phase: "Started" });
+    expect(findCondition(store.current().status.conditions, "StillWaiting")).toBeUndefined();
+  });
+
   it("takes over an expired lease; the previous holder cannot complete", async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

@@ -16,10 +16,10 @@ import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import type { LedgerEntry } from "../../src/ledger";
 import { buildTimingReport, type TimingReport } from "../../src/report";
-import { checkWellFormedXml, countElementsWithClass } from "../support/wellFormedXml";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import { checkWellFormedXml, countElementsWithClass } from "../support/wellFormedXml";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();

@@ -27,8 +27,9 @@ import type { LedgerEntry } from "../src/ledger";
 import { silentLogger } from "../src/lib/log";
 import { SERVER_ROLE } from "../src/phases/endpoint";
 import { CLIENT_ROLE } from "../src/phases/rsyncOperations";
-import { InProcessTransport, Relay } from "../src/relay";
+import { Relay } from "../src/relay/relay";
 import { buildTimingReport } from "../src/report";
+import { InProcessTransport } from "../test/support/inProcessTransport";
 import { BENCH_DVM_NAMESPACE, BENCH_PVC_NAMESPACE, createBenchDvm } from "./nodeDvm";
 
 export interface FirstByteResult {

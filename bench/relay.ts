@@ -27,8 +27,8 @@ import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from ".
 import { silentLogger } from "../src/lib/log";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming } from "../src/relay/leaderElection";
 import { Relay } from "../src/relay/relay";
-import { InProcessTransport } from "../src/relay/transport";
 import { CuttableProxy, proxiedKubeConfig } from "../test/support/cuttableProxy";
+import { InProcessTransport } from "../test/support/inProcessTransport";
 import { RelayProcess } from "../test/support/relayProcess";
 import { envNumber } from "./env";
 

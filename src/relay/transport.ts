@@ -19,18 +19,6 @@ export interface RelayTransport {
   forward(request: ReconcileRequest, context?: ForwardContext): Promise<RunResult | undefined>;
 }
 
-/**
- * Runs the phase function in this process: for tests and local runs. A function that resolves
- * undefined stands in for a fire-and-forget transport.
- */
-export class InProcessTransport implements RelayTransport {
-  constructor(private readonly run: (request: ReconcileRequest, context?: ForwardContext) => Promise<RunResult | undefined>) {}
-
-  forward(request: ReconcileRequest, context?: ForwardContext): Promise<RunResult | undefined> {
-    return this.run(request, context);
-  }
-}
-
 import { ControllerError } from "../contracts/controllerError";
 import type { ReconcileRequest, RunResult } from "../contracts/request";
 

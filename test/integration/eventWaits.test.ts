@@ -12,9 +12,9 @@ import { jsonLogger, silentLogger } from "../../src/lib/log";
 import { PHASE_BODIES } from "../../src/phases";
 import type { PhaseBody } from "../../src/phases/types";
 import { Relay } from "../../src/relay/relay";
-import { InProcessTransport } from "../../src/relay/transport";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
+import { InProcessTransport } from "../support/inProcessTransport";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, TEST_MIGRATION_POLICY } from "../support/migration";
 
 /** Far beyond the test's bound: a wait that ends on its poll fails the test. */

@@ -24,8 +24,8 @@ import { silentLogger } from "../../src/lib/log";
 import { type HealthServer, startHealthServer } from "../../src/relay/health";
 import { RelayMetrics } from "../../src/relay/metrics";
 import { RelayReplica } from "../../src/relay/replica";
-import { InProcessTransport } from "../../src/relay/transport";
 import { testClusters } from "../support/clusters";
+import { InProcessTransport } from "../support/inProcessTransport";
 
 const PROMETHEUS = "/usr/bin/prometheus";
 const MiB = 1024 * 1024;

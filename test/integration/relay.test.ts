@@ -18,9 +18,9 @@ import { PHASE_NAMES, PHASES, phaseSpec } from "../../src/dvm/itinerary";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DVMP_KIND, DVMP_PLURAL } from "../../src/dvm/types";
 import { jsonLogger, silentLogger } from "../../src/lib/log";
 import { Relay, type RelayOptions } from "../../src/relay/relay";
-import { InProcessTransport } from "../../src/relay/transport";
 import { testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";
+import { InProcessTransport } from "../support/inProcessTransport";
 import { missing } from "../support/requirements";
 
 const SPEC = {

@@ -8,8 +8,9 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ReconcileRequest, RunResult } from "../../../src/contracts/request";
 import { silentLogger } from "../../../src/lib/log";
-import { InProcessTransport, Relay } from "../../../src/relay";
+import { Relay } from "../../../src/relay/relay";
 import type { RelayTransport } from "../../../src/relay/transport";
+import { InProcessTransport } from "../../support/inProcessTransport";
 import { type Deliverer, delayOf } from "./delivery";
 import type { StartedMigration } from "./fixture";
 import type { DvmHistory } from "./observatory";

@@ -12,10 +12,10 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { silentLogger } from "../../../src/lib/log";
-import { InProcessTransport } from "../../../src/relay";
 import { KubeLeaseStore } from "../../../src/relay/leaseStore";
 import { RelayReplica } from "../../../src/relay/replica";
 import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
+import { InProcessTransport } from "../../support/inProcessTransport";
 import type { Deliverer } from "./delivery";
 import { cappedResult } from "./drivers";
 import { sleep } from "./random";

@@ -7,7 +7,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { silentLogger } from "../../../src/lib/log";
 import { RelayReplica } from "../../../src/relay/replica";
-import { InProcessTransport } from "../../../src/relay/transport";
+import { InProcessTransport } from "../../support/inProcessTransport";
 import { Link, MemoryLease } from "../../support/memoryLease";
 
 const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 };

@@ -14,7 +14,8 @@ import type { ReconcileRequest } from "../../../src/contracts/request";
 import { silentLogger } from "../../../src/lib/log";
 import { parseRelayEnv } from "../../../src/relay/config";
 import { type HealthServer, startHealthServer } from "../../../src/relay/health";
-import { InProcessTransport, LambdaInvokeError, RemoteFunctionError } from "../../../src/relay/transport";
+import { LambdaInvokeError, RemoteFunctionError } from "../../../src/relay/transport";
+import { InProcessTransport } from "../../support/inProcessTransport";
 
 const REQUEST: ReconcileRequest = { uid: "u-1", namespace: "ns", name: "dvm", generation: 1, resourceVersion: "9", reason: "test" };
 

@@ -22,6 +22,7 @@ export const DVM_VERSION = "v1alpha1";
 export const DVM_API_VERSION = `${DVM_GROUP}/${DVM_VERSION}`;
 export const DVM_KIND = "DirectVolumeMigration";
 export const DVM_PLURAL = "directvolumemigrations";
+/** @internal the DVMP kind, for the chaos harness that writes progress records as the baseline does */
 export const DVMP_KIND = "DirectVolumeMigrationProgress";
 export const DVMP_PLURAL = "directvolumemigrationprogresses";
 /**

@@ -7,7 +7,8 @@
 
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoPhaseLedger, MAX_OUTCOME_BYTES } from "../../src/aws/ledger";
+import { DynamoPhaseLedger } from "../../src/aws/ledger";
+import { MAX_OUTCOME_BYTES } from "../../src/aws/ledger/codec";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { findCondition } from "../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";

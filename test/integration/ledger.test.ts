@@ -6,7 +6,9 @@
 import { DescribeTimeToLiveCommand, GetItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoPhaseLedger, type LedgerDynamoClient } from "../../src/aws/ledger";
-import { InvalidLedgerKeyError, type LedgerKey, phaseKeyOf } from "../../src/ledger";
+import { InvalidLedgerKeyError } from "../../src/ledger/errors";
+import { phaseKeyOf } from "../../src/ledger/key";
+import type { LedgerKey } from "../../src/ledger/types";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { claimed, keyFor, ledgerContract, ManualClock } from "../support/ledgerContract";
 import { missing } from "../support/requirements";

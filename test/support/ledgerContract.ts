@@ -6,7 +6,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
-import { type Claim, type ClaimResult, type LedgerKey, LostClaimError, type PhaseLedger } from "../../src/ledger";
+import { type Claim, type ClaimResult, LostClaimError, type PhaseLedger } from "../../src/ledger";
+import type { LedgerKey } from "../../src/ledger/types";
 
 const LEASE_MS = 10_000;
 

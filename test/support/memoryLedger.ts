@@ -3,9 +3,10 @@
  * runner's decisions. Both pass the same contract suite (test/support/ledgerContract.ts).
  */
 
-import { checkOutcomeSize } from "../../src/aws/ledger";
-import type { Claim, ClaimOptions, ClaimResult, LedgerEntry, LedgerKey, PhaseLedger, RecordedOutcome, RecordedOutcomeRecord } from "../../src/ledger";
+import { checkOutcomeSize } from "../../src/aws/ledger/codec";
+import type { Claim, ClaimResult, LedgerEntry, PhaseLedger, RecordedOutcome } from "../../src/ledger";
 import { LostClaimError } from "../../src/ledger";
+import type { ClaimOptions, LedgerKey, RecordedOutcomeRecord } from "../../src/ledger/types";
 
 const keyOf = (k: LedgerKey) => `${k.uid}|${k.generation}|${k.phase}`;
 

@@ -21,7 +21,7 @@ import { ConfigurationError } from "../../../src/config/error";
 import type { ReconcileRequest, RunResult, RunStats } from "../../../src/contracts/request";
 import { POLICY_ENV } from "../../../src/dvm/policyConfig";
 import { KubeApiError } from "../../../src/kube/errors";
-import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../../src/ledger";
+import { InvalidLedgerKeyError, LedgerUnavailableError } from "../../../src/ledger/errors";
 import { type LogAttributes, type Logger, silentLogger } from "../../../src/lib/log";
 
 const REQUEST: ReconcileRequest = { uid: "3f1c", namespace: "openshift-migration", name: "dvm-1", generation: 2 };

@@ -21,7 +21,7 @@ import { ENV } from "../../../src/config/environment";
 import { ITINERARIES } from "../../../src/dvm/itinerary";
 import type { DirectVolumeMigration } from "../../../src/dvm/types";
 import { KubeApiError } from "../../../src/kube/errors";
-import { LedgerError, LedgerUnavailableError } from "../../../src/ledger";
+import { LedgerError, LedgerUnavailableError } from "../../../src/ledger/errors";
 
 function fakeIo(env: Record<string, string | undefined> = {}, cwd = tmpdir()) {
   let out = "";

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { checkOutcomeSize, MAX_OUTCOME_BYTES } from "../../../src/aws/ledger";
+import { checkOutcomeSize, MAX_OUTCOME_BYTES } from "../../../src/aws/ledger/codec";
 import { boundedErrors, MAX_CONDITION_MESSAGE_BYTES, MAX_ERROR_TEXT_BYTES, MAX_PVCS_PER_DVM, MAX_RECORDED_ERRORS } from "../../../src/dvm/limits";
 import { type DvmStatus, parseDvmSpec, type RsyncOperation } from "../../../src/dvm/types";
 import { truncateUtf8 } from "../../../src/lib/textBounds";

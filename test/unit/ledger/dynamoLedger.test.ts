@@ -6,15 +6,9 @@
 import { type AttributeValue, ConditionalCheckFailedException, type UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
 import { DynamoPhaseLedger, type LedgerDynamoClient } from "../../../src/aws/ledger";
-import {
-  type Claim,
-  InvalidLedgerKeyError,
-  LedgerError,
-  type LedgerKey,
-  LedgerUnavailableError,
-  LostClaimError,
-  OutcomeTooLargeError,
-} from "../../../src/ledger";
+import { type Claim, LostClaimError, OutcomeTooLargeError } from "../../../src/ledger";
+import { InvalidLedgerKeyError, LedgerError, LedgerUnavailableError } from "../../../src/ledger/errors";
+import type { LedgerKey } from "../../../src/ledger/types";
 
 type Item = Record<string, AttributeValue>;
 type Reply = { output?: object; error?: unknown };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EXECUTABLE_PHASES } from "../../../src/dvm/itinerary";
-import { InvalidLedgerKeyError, LedgerError, MAX_GENERATION, parsePhaseKey, phaseKeyOf, validateLedgerKey } from "../../../src/ledger";
+import { InvalidLedgerKeyError, LedgerError } from "../../../src/ledger/errors";
+import { MAX_GENERATION, parsePhaseKey, phaseKeyOf, validateLedgerKey } from "../../../src/ledger/key";
 
 describe("validateLedgerKey", () => {
   it("accepts every executable phase at any non-negative integer generation", () => {

@@ -1,13 +1,8 @@
 import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
-import {
-  backoffDelayMs,
-  DEFAULT_RETRY_POLICY,
-  isTransientDynamoError,
-  LedgerUnavailableError,
-  type RetryPolicy,
-  withTransientRetry,
-} from "../../../src/ledger";
+import { isTransientDynamoError } from "../../../src/ledger";
+import { LedgerUnavailableError } from "../../../src/ledger/errors";
+import { backoffDelayMs, DEFAULT_RETRY_POLICY, type RetryPolicy, withTransientRetry } from "../../../src/ledger/retry";
 
 const awsError = (name: string, status?: number) => Object.assign(new Error(name), { name, $metadata: status === undefined ? {} : { httpStatusCode: status } });
 

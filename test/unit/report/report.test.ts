@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { EXECUTABLE_PHASES, ITINERARIES, PHASES, type PhaseName, stepOf } from "../../../src/dvm/itinerary";
-import type { ClaimRecord, LedgerEntry } from "../../../src/ledger";
+import type { LedgerEntry } from "../../../src/ledger";
+import type { ClaimRecord } from "../../../src/ledger/types";
 import { buildTimingReport, renderTimelineSvg } from "../../../src/report";
 import { executionsOf } from "../../../src/report/executions";
 import { tickStep } from "../../../src/report/svg";

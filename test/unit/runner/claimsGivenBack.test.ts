@@ -13,7 +13,8 @@ import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/it
 import type { DvmStore } from "../../../src/kube/dvmStore";
 import { KubeApiError } from "../../../src/kube/errors";
 import type { ClusterResolver } from "../../../src/kube/resolver";
-import { type Claim, LedgerUnavailableError, type RecordedOutcome } from "../../../src/ledger";
+import type { Claim, RecordedOutcome } from "../../../src/ledger";
+import { LedgerUnavailableError } from "../../../src/ledger/errors";
 import { advance, type PhaseBody, type PhaseOutcome, wait } from "../../../src/phases/types";
 import { PhaseRunner } from "../../../src/runner/runner";
 import { FakeCluster } from "../../support/fakeCluster";

@@ -62,7 +62,10 @@ export function phaseLine(s: WatchSnapshot): string {
 }
 
 /** "12.0 MiB of 100.0 MiB", "10.0 MiB/s", "0:09 left", each only when known. */
-export function byteFigures(f: { bytesTransferred?: number; totalBytes?: number; bytesPerSecond?: number; secondsLeft?: number }, state?: string): string[] {
+export function byteFigures(
+  f: { bytesTransferred?: number | undefined; totalBytes?: number | undefined; bytesPerSecond?: number | undefined; secondsLeft?: number | undefined },
+  state?: string,
+): string[] {
   const open = state === undefined || state === "running";
   return [
     f.bytesTransferred !== undefined ? `${formatBytes(f.bytesTransferred)}${f.totalBytes !== undefined ? ` of ${formatBytes(f.totalBytes)}` : ""}` : undefined,
@@ -100,7 +103,7 @@ export function finalLines(s: WatchSnapshot): string[] {
 /** Timestamped lines, each printed only when it differs from what was printed before. */
 export class PlainWatchView implements WatchView {
   private lastPhase?: string;
-  private lastTotal?: string;
+  private lastTotal: string | undefined;
   private readonly lastVolume = new Map<string, string>();
 
   constructor(private readonly out: CliOutput) {}

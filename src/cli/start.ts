@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigurationError } from "../config/error";
+import { definedFields } from "../lib/definedFields";
 import { jsonLogger } from "../lib/log";
 import { localEnvironment, parseLocalControllerEnv } from "../local/config";
 import { startLocalController } from "../local/controller";
@@ -73,10 +74,12 @@ async function main(): Promise<void> {
     say,
     aws: env.aws,
     logLevel: env.logLevel,
-    ...(values.kubeconfig || env.kubeconfig ? { kubeconfig: values.kubeconfig || env.kubeconfig } : {}),
-    ...(env.dynamoEndpoint ? { dynamoEndpoint: env.dynamoEndpoint } : {}),
-    ...(values.table ? { ledgerTableName: values.table } : {}),
-    ...(healthPort ? { healthPort } : {}),
+    ...definedFields({
+      kubeconfig: values.kubeconfig || env.kubeconfig || undefined,
+      dynamoEndpoint: env.dynamoEndpoint,
+      ledgerTableName: values.table || undefined,
+      healthPort,
+    }),
   });
 
   const lines = [

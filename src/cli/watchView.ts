@@ -6,6 +6,7 @@
 import { MultiBar, Presets, type SingleBar } from "cli-progress";
 import { type ItineraryName, type PhaseName, stepOf } from "../dvm/itinerary";
 import type { DirectVolumeMigration, DvmStatus } from "../dvm/types";
+import { definedFields } from "../lib/definedFields";
 import { formatBytes, formatRate, formatTimeLeft } from "../report";
 import type { CliOutput } from "./io";
 import type { VolumeProgress } from "./progress";
@@ -28,17 +29,17 @@ export interface WatchSnapshot {
 export function snapshotOf(dvm: DirectVolumeMigration, volumes: VolumeProgress[], at: number): WatchSnapshot {
   const summary = summarizeDvm(dvm, at);
   const position = summary.itinerary && summary.phase ? stepOf(summary.itinerary, summary.phase) : undefined;
-  return {
+  return definedFields({
     at,
-    ...(summary.itinerary ? { itinerary: summary.itinerary } : {}),
-    ...(summary.phase ? { phase: summary.phase } : {}),
+    itinerary: summary.itinerary,
+    phase: summary.phase,
     step: position ? `Step ${position.step}/${position.total}` : summary.stepLabel,
-    ...(summary.description ? { description: summary.description } : {}),
+    description: summary.description || undefined,
     result: summary.result,
     volumes,
-    ...(dvm.status.progress ? { total: dvm.status.progress } : {}),
+    total: dvm.status.progress,
     errors: summary.errors,
-  };
+  });
 }
 
 export function isFinished(snapshot: WatchSnapshot): boolean {

@@ -17,6 +17,7 @@
  *   next attempt instead of after the lease duration.
  */
 import { type Clock, systemClock } from "../lib/clock";
+import { definedFields } from "../lib/definedFields";
 import { errorMessage } from "../lib/errorMessage";
 import { jsonLogger, type Logger } from "../lib/log";
 import type { LeaseRecord, LeaseStore, StoredLease } from "./leaseStore";
@@ -156,16 +157,16 @@ export class LeaderElector {
   }
 
   snapshot(): LeadershipStats {
-    return {
+    return definedFields({
       identity: this.options.identity,
       lease: this.options.store.where,
       leading: this.leading,
-      ...(this.observed ? { holder: this.observed.holder } : {}),
-      ...(this.lastContactAt !== undefined ? { lastContactAt: new Date(this.lastContactAt).toISOString() } : {}),
+      holder: this.observed?.holder,
+      lastContactAt: this.lastContactAt === undefined ? undefined : new Date(this.lastContactAt).toISOString(),
       terms: this.terms,
       failures: this.failures,
-      ...(this.lastError !== undefined ? { lastError: this.lastError } : {}),
-    };
+      lastError: this.lastError,
+    });
   }
 
   private async loop(): Promise<void> {

@@ -150,8 +150,7 @@ export class Relay {
     const common = {
       log: this.log,
       clock: this.clock,
-      ...(watchTimeoutSeconds !== undefined ? { timeoutSeconds: watchTimeoutSeconds } : {}),
-      ...(this.options.watchBackoff ? { backoff: this.options.watchBackoff } : {}),
+      ...definedFields({ timeoutSeconds: watchTimeoutSeconds, backoff: this.options.watchBackoff }),
     };
 
     this.dvmWatch = new ListWatch({

@@ -132,7 +132,7 @@ export class Floor {
    * of the size a transition does: its GET returns that status, and each PATCH changes what a transition
    * changes (the description and the conditions, which a merge patch replaces whole).
    */
-  async useStatus(status: { conditions?: unknown[] } & Record<string, unknown>): Promise<void> {
+  async useStatus(status: { conditions?: unknown[] | undefined } & Record<string, unknown>): Promise<void> {
     const path = resourcePath(DVM_API_VERSION, DVM_PLURAL, this.target.namespace, this.target.name, "status");
     ok(await this.kube.request("PATCH", path, { status }), "PATCH status");
     this.conditions = (status.conditions ?? []) as Record<string, unknown>[];

@@ -49,9 +49,10 @@ export interface PhaseFunctionConfig {
 export function parsePhaseFunctionEnv(env: Environment): PhaseFunctionConfig {
   const e = parseEnvironment(PhaseEnvSchema, env, "phase function configuration");
   const graceSeconds = e[ENV.clusterCredentialGraceSeconds];
+  const kubeconfigParameter = e[ENV.kubeconfigParameter];
   return {
     ledgerTableName: e[ENV.ledgerTable],
-    ...(e[ENV.kubeconfigParameter] ? { kubeconfigParameter: e[ENV.kubeconfigParameter] } : {}),
+    ...(kubeconfigParameter ? { kubeconfigParameter } : {}),
     policy: policyOf(e),
     ...(graceSeconds !== undefined ? { credentialGraceMs: graceSeconds * 1000 } : {}),
   };

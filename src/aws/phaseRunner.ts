@@ -9,6 +9,7 @@ import type { MigrationPolicy } from "../dvm/policy";
 import { KubeDvmStore } from "../kube/dvmStore";
 import { SecretClusterResolver } from "../kube/resolver";
 import type { Clock } from "../lib/clock";
+import { definedFields } from "../lib/definedFields";
 import type { Logger } from "../lib/log";
 import type { PhaseBody } from "../phases/types";
 import { PhaseRunner, type RunnerOptions } from "../runner/runner";
@@ -41,12 +42,15 @@ export function createPhaseRunner(config: PhaseRunnerConfig): PhaseRunner {
       ...(clock ? { now: () => clock.now() } : {}),
     }),
     clusters: new SecretClusterResolver(config.hostKubeConfig),
-    ...(clock ? { clock } : {}),
-    ...(config.log ? { log: config.log } : {}),
-    ...(config.leaseMs ? { leaseMs: config.leaseMs } : {}),
-    ...(config.bodies ? { bodies: config.bodies } : {}),
-    ...(config.onResult ? { onResult: config.onResult } : {}),
-    ...(config.policy ? { policy: config.policy } : {}),
-    ...(config.credentialGraceMs !== undefined ? { credentialGraceMs: config.credentialGraceMs } : {}),
+    ...definedFields({
+      clock,
+      log: config.log,
+      // 0 leaves the runner's default, as unset does.
+      leaseMs: config.leaseMs || undefined,
+      bodies: config.bodies,
+      onResult: config.onResult,
+      policy: config.policy,
+      credentialGraceMs: config.credentialGraceMs,
+    }),
   });
 }

@@ -59,13 +59,19 @@ export function parseTriggerEnv(env: Environment): TriggerConfig {
     allowAdminNamespaces: e[ENV.triggerAllowAdminNamespaces],
   };
   checkTriggerNamespaceSettings(namespaces);
+  // Locals, because TypeScript does not narrow e[ENV.name] (a computed key) through the checks below.
+  const allowedSources = e[ENV.triggerAllowedSources];
+  const maxEventAgeSeconds = e[ENV.triggerMaxEventAgeSeconds];
+  const maxEventBytes = e[ENV.triggerMaxEventBytes];
+  const kubeconfigParameter = e[ENV.kubeconfigParameter];
+  const scheduleHistoryLimit = e[ENV.triggerScheduleHistoryLimit];
   return {
-    ...(e[ENV.triggerAllowedSources] !== undefined ? { allowedSources: e[ENV.triggerAllowedSources] } : {}),
+    ...(allowedSources !== undefined ? { allowedSources } : {}),
     namespaces,
     ledgerTableName: e[ENV.ledgerTable],
-    ...(e[ENV.triggerMaxEventAgeSeconds] !== undefined ? { maxEventAgeSeconds: e[ENV.triggerMaxEventAgeSeconds] } : {}),
-    ...(e[ENV.triggerMaxEventBytes] !== undefined ? { maxEventBytes: e[ENV.triggerMaxEventBytes] } : {}),
-    ...(e[ENV.kubeconfigParameter] ? { kubeconfigParameter: e[ENV.kubeconfigParameter] } : {}),
-    ...(e[ENV.triggerScheduleHistoryLimit] !== undefined ? { scheduleHistoryLimit: e[ENV.triggerScheduleHistoryLimit] } : {}),
+    ...(maxEventAgeSeconds !== undefined ? { maxEventAgeSeconds } : {}),
+    ...(maxEventBytes !== undefined ? { maxEventBytes } : {}),
+    ...(kubeconfigParameter ? { kubeconfigParameter } : {}),
+    ...(scheduleHistoryLimit !== undefined ? { scheduleHistoryLimit } : {}),
   };
 }

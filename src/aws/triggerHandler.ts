@@ -20,6 +20,7 @@ import { triggerNamespaceRule } from "../events/namespaces";
 import { isScheduledStageInput } from "../events/schedule";
 import { parseSourceAllowList } from "../events/sources";
 import { createTrigger, type Trigger, type TriggerReply } from "../events/trigger";
+import { definedFields } from "../lib/definedFields";
 import type { Logger } from "../lib/log";
 import { createKubeconfigSource } from "./kubeconfigSource";
 import { createLedgerClient, DynamoHandledEvents, HANDLED_EVENT_RETENTION_SECONDS } from "./ledger";
@@ -93,9 +94,7 @@ export function triggerFromEnv(env: Environment, log: Logger): Trigger {
     namespaces,
     handledEvents,
     log,
-    ...(config.maxEventAgeSeconds !== undefined ? { maxEventAgeSeconds: config.maxEventAgeSeconds } : {}),
-    ...(config.maxEventBytes !== undefined ? { maxBytes: config.maxEventBytes } : {}),
-    ...(config.scheduleHistoryLimit !== undefined ? { scheduleHistoryLimit: config.scheduleHistoryLimit } : {}),
+    ...definedFields({ maxEventAgeSeconds: config.maxEventAgeSeconds, maxBytes: config.maxEventBytes, scheduleHistoryLimit: config.scheduleHistoryLimit }),
   });
 }
 

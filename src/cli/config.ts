@@ -16,6 +16,7 @@
 import { delimiter } from "node:path";
 import { z } from "zod";
 import { ENV, type Environment, optionalText, parseEnvironment } from "../config/environment";
+import { definedFields } from "../lib/definedFields";
 
 /** The `dvm` process's environment: the one read of process.env for the CLI. */
 export function cliEnvironment(): Environment {
@@ -59,14 +60,15 @@ export function parseCliEnv(env: Environment): CliEnv {
   const ledgerTable = e[ENV.ledgerTable];
   const dynamoEndpoint = e[ENV.awsDynamoEndpoint] ?? e[ENV.awsEndpoint];
   const region = e[ENV.awsRegion] ?? e[ENV.awsDefaultRegion];
-  return {
+  // optionalText() makes a blank variable undefined: dropping undefined drops every unset one.
+  return definedFields({
     kubeconfigFiles: (e[ENV.kubeconfig] ?? "").split(delimiter).filter(Boolean),
-    ...(home ? { home } : {}),
+    home,
     inCluster: e[ENV.kubernetesServiceHost] !== undefined,
-    ...(ledgerTable ? { ledgerTable } : {}),
-    ...(dynamoEndpoint ? { dynamoEndpoint } : {}),
-    ...(region ? { region } : {}),
+    ledgerTable,
+    dynamoEndpoint,
+    region,
     hasAwsCredentials: Boolean(e[ENV.awsAccessKeyId] || e[ENV.awsProfile] || e[ENV.awsWebIdentityTokenFile]),
     debug: e[ENV.cliDebug] !== undefined,
-  };
+  });
 }

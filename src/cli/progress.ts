@@ -59,7 +59,8 @@ export function volumeProgressOf(raw: KubeObject): VolumeProgress {
   if (pod) progress.pod = pod;
   if (typeof status.attempt === "number") progress.attempt = status.attempt;
   // A succeeded transfer is complete even when the log gave no figure.
-  if (percent !== undefined || state === "succeeded") progress.percent = state === "succeeded" ? 100 : percent;
+  const shownPercent = state === "succeeded" ? 100 : percent;
+  if (shownPercent !== undefined) progress.percent = shownPercent;
   const rate = text(status.lastObservedTransferRate);
   if (rate) progress.rate = rate;
   const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined);

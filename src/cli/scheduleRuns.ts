@@ -5,6 +5,7 @@
  */
 import type { DirectVolumeMigration } from "../dvm/types";
 import { SCHEDULE_LABEL } from "../events/schedule";
+import { definedFields } from "../lib/definedFields";
 
 export interface ScheduleRun {
   name: string;
@@ -36,14 +37,14 @@ export function scheduleRuns(dvms: readonly DirectVolumeMigration[], schedule: s
       const deltaBytes = sum(reports.map((r) => r?.transferredFileSize));
       const sentBytes = sum(reports.map((r) => r?.bytesTransferred));
       const filesTransferred = sum(reports.map((r) => r?.filesTransferred));
-      return {
+      return definedFields({
         name: dvm.metadata.name,
-        ...(scheduledTime ? { scheduledTime } : {}),
+        scheduledTime: scheduledTime || undefined,
         phase: dvm.status.phase ?? "Pending",
-        ...(deltaBytes !== undefined ? { deltaBytes } : {}),
-        ...(sentBytes !== undefined ? { sentBytes } : {}),
-        ...(filesTransferred !== undefined ? { filesTransferred } : {}),
-      };
+        deltaBytes,
+        sentBytes,
+        filesTransferred,
+      });
     })
     .sort((a, b) => (a.scheduledTime ?? a.name).localeCompare(b.scheduledTime ?? b.name));
 }

@@ -5,6 +5,7 @@
  */
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { DVM_API_VERSION, DVM_KIND, parseDvmSpec, type SpecIssue } from "../dvm/types";
+import { definedFields } from "../lib/definedFields";
 
 export interface MigrateFlags {
   pvc?: string[];
@@ -207,8 +208,7 @@ export function draftFromDocument(text: string, source: string): { draft: DvmDra
     draft: {
       ...(typeof metadata.name === "string" ? { name: metadata.name } : {}),
       ...(typeof metadata.namespace === "string" ? { namespace: metadata.namespace } : {}),
-      ...(labels ? { labels } : {}),
-      ...(annotations ? { annotations } : {}),
+      ...definedFields({ labels, annotations }),
       spec: value.spec,
     },
     issues,
@@ -223,8 +223,7 @@ export function dvmObject(draft: DvmDraft & { name: string; namespace: string })
     metadata: {
       name: draft.name,
       namespace: draft.namespace,
-      ...(draft.labels ? { labels: draft.labels } : {}),
-      ...(draft.annotations ? { annotations: draft.annotations } : {}),
+      ...definedFields({ labels: draft.labels, annotations: draft.annotations }),
     },
     spec: draft.spec,
   };

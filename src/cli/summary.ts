@@ -6,6 +6,7 @@ import type { PvcRef } from "../contracts/pvcRef";
 import { findCondition } from "../dvm/conditions";
 import { type ItineraryName, isItineraryName, isPhaseName, PHASES, type PhaseName, stepOf } from "../dvm/itinerary";
 import type { Condition, DirectVolumeMigration, DvmStatus, PodProgress } from "../dvm/types";
+import { definedFields } from "../lib/definedFields";
 
 export type MigrationResult = "Pending" | "Running" | "Failing" | "Succeeded" | "Failed";
 
@@ -120,15 +121,16 @@ function volumesOf(dvm: DirectVolumeMigration): VolumeSummary[] {
     const operation = status.rsyncOperations?.find((op) => [refKey(source), refKey(target)].includes(refKey(op.pvcReference)));
     const found = podFor(source) ?? podFor(target);
     const state = operation?.succeeded ? "succeeded" : operation?.failed ? "failed" : (found?.state ?? (operation ? "pending" : "waiting"));
-    return {
+    return definedFields({
       pvc: refKey(source),
       target: refKey(target),
-      ...(operation ? { attempt: operation.currentAttempt } : {}),
+      attempt: operation?.currentAttempt,
       state,
-      ...(found?.pod.lastObservedProgressPercent ? { progress: found.pod.lastObservedProgressPercent } : {}),
-      ...(found?.pod.lastObservedTransferRate ? { rate: found.pod.lastObservedTransferRate } : {}),
-      ...(found ? { pod: `${found.pod.namespace}/${found.pod.name}` } : {}),
-    };
+      // An empty text is as good as none.
+      progress: found?.pod.lastObservedProgressPercent || undefined,
+      rate: found?.pod.lastObservedTransferRate || undefined,
+      pod: found && `${found.pod.namespace}/${found.pod.name}`,
+    });
   });
 }
 
@@ -143,12 +145,9 @@ export function summarizeDvm(dvm: DirectVolumeMigration, now: number): DvmSummar
     namespace: metadata.namespace,
     uid: metadata.uid,
     generation: metadata.generation,
-    ...(metadata.creationTimestamp ? { createdAt: metadata.creationTimestamp } : {}),
-    ...(status.startTimestamp ? { startedAt: status.startTimestamp } : {}),
+    ...definedFields({ createdAt: metadata.creationTimestamp || undefined, startedAt: status.startTimestamp || undefined }),
     age: formatAge(metadata.creationTimestamp, now),
-    ...(itinerary ? { itinerary } : {}),
-    ...(phase ? { phase } : {}),
-    ...(position ? { step: position.step, totalSteps: position.total } : {}),
+    ...definedFields({ itinerary, phase, step: position?.step, totalSteps: position?.total }),
     stepLabel: position ? `Step ${position.step}/${position.total}` : status.step ? `Step ${status.step}` : "",
     ...(phase ? { description: status.phaseDescription ?? PHASES[phase].description } : {}),
     result: resultOf(dvm),

@@ -6,6 +6,7 @@
 import { MultiBar, Presets, type SingleBar } from "cli-progress";
 import { type ItineraryName, type PhaseName, stepOf } from "../dvm/itinerary";
 import type { DirectVolumeMigration, DvmStatus } from "../dvm/types";
+import { definedFields } from "../lib/definedFields";
 import { formatBytes, formatRate, formatTimeLeft } from "../report";
 import type { CliOutput } from "./io";
 import type { VolumeProgress } from "./progress";
@@ -28,17 +29,17 @@ export interface WatchSnapshot {
 export function snapshotOf(dvm: DirectVolumeMigration, volumes: VolumeProgress[], at: number): WatchSnapshot {
   const summary = summarizeDvm(dvm, at);
   const position = summary.itinerary && summary.phase ? stepOf(summary.itinerary, summary.phase) : undefined;
-  return {
+  return definedFields({
     at,
-    ...(summary.itinerary ? { itinerary: summary.itinerary } : {}),
-    ...(summary.phase ? { phase: summary.phase } : {}),
+    itinerary: summary.itinerary,
+    phase: summary.phase,
     step: position ? `Step ${position.step}/${position.total}` : summary.stepLabel,
-    ...(summary.description ? { description: summary.description } : {}),
+    description: summary.description || undefined,
     result: summary.result,
     volumes,
-    ...(dvm.status.progress ? { total: dvm.status.progress } : {}),
+    total: dvm.status.progress,
     errors: summary.errors,
-  };
+  });
 }
 
 export function isFinished(snapshot: WatchSnapshot): boolean {
@@ -62,7 +63,10 @@ export function phaseLine(s: WatchSnapshot): string {
 }
 
 /** "12.0 MiB of 100.0 MiB", "10.0 MiB/s", "0:09 left", each only when known. */
-export function byteFigures(f: { bytesTransferred?: number; totalBytes?: number; bytesPerSecond?: number; secondsLeft?: number }, state?: string): string[] {
+export function byteFigures(
+  f: { bytesTransferred?: number | undefined; totalBytes?: number | undefined; bytesPerSecond?: number | undefined; secondsLeft?: number | undefined },
+  state?: string,
+): string[] {
   const open = state === undefined || state === "running";
   return [
     f.bytesTransferred !== undefined ? `${formatBytes(f.bytesTransferred)}${f.totalBytes !== undefined ? ` of ${formatBytes(f.totalBytes)}` : ""}` : undefined,
@@ -100,7 +104,7 @@ export function finalLines(s: WatchSnapshot): string[] {
 /** Timestamped lines, each printed only when it differs from what was printed before. */
 export class PlainWatchView implements WatchView {
   private lastPhase?: string;
-  private lastTotal?: string;
+  private lastTotal: string | undefined;
   private readonly lastVolume = new Map<string, string>();
 
   constructor(private readonly out: CliOutput) {}

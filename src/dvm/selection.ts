@@ -6,6 +6,7 @@
  * afterwards never joins or leaves a running migration.
  */
 import type { PvcRef } from "../contracts/pvcRef";
+import { definedFields } from "../lib/definedFields";
 import { MAX_PVCS_PER_DVM } from "./limits";
 import type { DvmSpec, DvmStatus, LabelSelector, PvcSelector, PvcToMigrate } from "./types";
 
@@ -57,15 +58,15 @@ export function selectPvcs(selector: PvcSelector, pvcs: readonly LabelledPvc[]):
 
 /** A selected PVC as a listed one: the selector's target fields, the source's name kept. */
 function asListed(selector: PvcSelector, ref: PvcRef): PvcToMigrate {
-  return {
+  return definedFields({
     name: ref.name,
     namespace: ref.namespace,
-    ...(selector.targetNamespace !== undefined ? { targetNamespace: selector.targetNamespace } : {}),
+    targetNamespace: selector.targetNamespace,
     targetStorageClass: selector.targetStorageClass,
     targetAccessModes: selector.targetAccessModes,
-    ...(selector.targetVolumeMode !== undefined ? { targetVolumeMode: selector.targetVolumeMode } : {}),
-    ...(selector.verify !== undefined ? { verify: selector.verify } : {}),
-  };
+    targetVolumeMode: selector.targetVolumeMode,
+    verify: selector.verify,
+  });
 }
 
 /** The volumes of a DVM and where they came from, so that errors name the right field. */

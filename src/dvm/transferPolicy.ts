@@ -4,6 +4,7 @@
  * allows: a lower bandwidth limit, fewer volumes at once, smaller resources, extra options from the
  * allow-list. The booleans (delete, partial, hard links, verify) are defaults a DVM may change.
  */
+import { definedFields } from "../lib/definedFields";
 import { DEFAULT_RSYNC_RESOURCES } from "../transfer/pods";
 import { reservedRsyncOption } from "../transfer/rsyncClient";
 import type { StunnelProxy } from "../transfer/stunnel";
@@ -177,6 +178,11 @@ function defaultsWithin(max: TransferPolicy["maxResources"]): TransferResources 
   return lowered ? { requests } : undefined;
 }
 
+/** spec.transfer.resources as the pod spec takes them: a quantity the spec leaves out is absent, not undefined. */
+function podResources({ requests, limits }: NonNullable<TransferOptions["resources"]>): TransferResources {
+  return definedFields({ requests: requests && definedFields(requests), limits: limits && definedFields(limits) });
+}
+
 /**
  * The settings of a DVM that passed transferViolations. `isAdminNamespace` decides which proxy a
  * namespace's client Secrets get; unset, none is an admin namespace (the operator's credential goes nowhere).
@@ -188,7 +194,7 @@ export function transferSettingsFor(
 ): TransferSettings {
   const options = spec.transfer ?? {};
   const bandwidth = options.bandwidthLimitKiBPerSecond ?? policy.maxBandwidthLimitKiBPerSecond;
-  const asked = options.resources && (options.resources.requests || options.resources.limits) ? options.resources : undefined;
+  const asked = options.resources && (options.resources.requests || options.resources.limits) ? podResources(options.resources) : undefined;
   const resources = asked ?? defaultsWithin(policy.maxResources);
   return {
     ...(bandwidth !== undefined ? { bandwidthLimitKiBPerSecond: bandwidth } : {}),

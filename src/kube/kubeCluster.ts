@@ -3,7 +3,7 @@
 import type { Cluster, EnsureResult } from "./cluster";
 import { toKubeApiError } from "./errors";
 import type { KubeConfig } from "./kubeConfig";
-import { type KubeObject, labelSelector, type ObjectRef } from "./objects";
+import { type KubeObject, labelSelector, type ObjectRef, refOfObject } from "./objects";
 import { KubeRest, resourcePath } from "./rest";
 
 function describe(ref: ObjectRef): string {
@@ -57,7 +57,7 @@ export class KubeCluster implements Cluster {
   }
 
   async ensure<T extends KubeObject>(object: T): Promise<EnsureResult<T>> {
-    const ref = { apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
+    const ref = refOfObject(object);
     const info = await this.resource(ref);
     try {
       const created = await this.rest.request<T>(

@@ -1,3 +1,5 @@
+import { definedFields } from "../lib/definedFields";
+
 /** The shape of Kubernetes objects as phases handle them: plain JSON with typed metadata. */
 export interface ObjectMeta {
   name: string;
@@ -57,6 +59,11 @@ export const KINDS = {
 } as const;
 
 export type KindName = keyof typeof KINDS;
+
+/** The reference of an object in hand (a cluster-scoped one has no namespace). */
+export function refOfObject(object: KubeObject): ObjectRef {
+  return definedFields({ apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name });
+}
 
 export function refOf(kind: KindName, namespace: string | undefined, name: string): ObjectRef {
   return { ...KINDS[kind], ...(namespace ? { namespace } : {}), name };

@@ -10,6 +10,7 @@
  */
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { definedFields } from "../lib/definedFields";
 import { KubeConfig } from "./kubeConfig";
 
 export interface KubeconfigIssue {
@@ -116,19 +117,19 @@ function buildKubeConfig(config: Kubeconfig): StaticKubeConfigResult {
         name: cluster.name,
         server: c.server,
         skipTLSVerify: c["insecure-skip-tls-verify"] ?? false,
-        ...(c["certificate-authority-data"] ? { caData: c["certificate-authority-data"] } : {}),
-        ...(c["tls-server-name"] ? { tlsServerName: c["tls-server-name"] } : {}),
+        // An empty text in the file counts as unset; a password may be empty.
+        ...definedFields({ caData: c["certificate-authority-data"] || undefined, tlsServerName: c["tls-server-name"] || undefined }),
       },
     ],
     users: [
-      {
+      definedFields({
         name: user.name,
-        ...(u.token ? { token: u.token } : {}),
-        ...(u.username ? { username: u.username } : {}),
-        ...(u.password !== undefined ? { password: u.password } : {}),
-        ...(u["client-certificate-data"] ? { certData: u["client-certificate-data"] } : {}),
-        ...(u["client-key-data"] ? { keyData: u["client-key-data"] } : {}),
-      },
+        token: u.token || undefined,
+        username: u.username || undefined,
+        password: u.password,
+        certData: u["client-certificate-data"] || undefined,
+        keyData: u["client-key-data"] || undefined,
+      }),
     ],
     contexts: [{ name: current.name, cluster: cluster.name, user: user.name, ...(current.context.namespace ? { namespace: current.context.namespace } : {}) }],
     currentContext: current.name,

@@ -12,6 +12,7 @@ import { LABEL } from "../contracts/labels";
 import { CONDITION } from "../dvm/conditions";
 import type { Cluster } from "../kube/cluster";
 import { KINDS, type KubeObject } from "../kube/objects";
+import { definedFields } from "../lib/definedFields";
 import { dvmShortId, transferNames, transferSelector } from "./names";
 import { releasePvcs } from "./pvcUse";
 import { warnWhenWaitingLong } from "./timing";
@@ -76,7 +77,7 @@ async function deleteAll(ctx: CleanupScope): Promise<number> {
 
 /** Deletes exactly the object that was listed: one that replaced it under its name stays. */
 function deleteFound({ cluster, kind, object }: Found) {
-  const ref = { ...kind, namespace: object.metadata.namespace, name: object.metadata.name };
+  const ref = definedFields({ ...kind, namespace: object.metadata.namespace, name: object.metadata.name });
   return cluster.delete(ref, object.metadata.uid ? { uid: object.metadata.uid } : {});
 }
 

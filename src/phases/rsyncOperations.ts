@@ -12,6 +12,7 @@ import type { TransferSettings } from "../dvm/transferPolicy";
 import { DEFAULT_BACKOFF_LIMIT, type PodProgress, type RsyncOperation } from "../dvm/types";
 import { KINDS, type PodObject, type PvcObject, refOf } from "../kube/objects";
 import { mapConcurrently } from "../lib/concurrency";
+import { definedFields } from "../lib/definedFields";
 import { truncateUtf8 } from "../lib/textBounds";
 import {
   liveFigures,
@@ -28,6 +29,7 @@ import {
 } from "../transfer";
 import { isBlockVolume } from "./blockVolumes";
 import { clientPodName, progressName, transferLabels } from "./names";
+import { transferPodSettings } from "./podSettings";
 import { finalRsyncError } from "./rsyncFailure";
 import { serverGroupOf } from "./serverGroups";
 import { ensureServerPodRunning } from "./serverPods";
@@ -98,12 +100,8 @@ export async function clientPodFor(ctx: PhaseContext, pair: VolumePair, attempt:
     name: clientPodName(ctx.dvm, pair, attempt),
     namespace: pair.from.namespace,
     labels: { ...transferLabels(ctx.dvm, CLIENT_ROLE), [LABEL.volume]: pair.id, [LABEL.attempt]: String(attempt) },
-    ...(ctx.transfer.podAnnotations ? { annotations: ctx.transfer.podAnnotations } : {}),
-    allowedAnnotationKeys: ctx.transfer.allowedPodAnnotationKeys,
-    image: ctx.transferImage,
-    ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
+    ...transferPodSettings(ctx),
     configSecretName: clientSecretName(ctx, pair),
-    runAsRoot: ctx.spec.runAsRoot ?? false,
     sourcePvc: { ...pair.from, ...(block ? { block: true } : {}) },
     ...(affinity ? { affinity } : {}),
     destinationPvc: pair.to,
@@ -292,7 +290,7 @@ function recordedResult(ctx: PhaseContext, pair: VolumePair, attempt: number): P
   const op = ctx.status.rsyncOperations?.find((o) => o.pvcReference.namespace === pair.from.namespace && o.pvcReference.name === pair.from.name);
   if (!op?.succeeded || op.currentAttempt !== attempt || !op.verification) return undefined;
   const { pvcReference: _ref, currentAttempt: _attempt, succeeded: _succeeded, failed: _failed, queued: _queued, verification, ...figures } = op;
-  return { figures, verification };
+  return { figures: definedFields(figures), verification };
 }
 
 /**

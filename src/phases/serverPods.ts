@@ -8,6 +8,7 @@ import { type PodObject, refOf } from "../kube/objects";
 import { rsyncServerPod } from "../transfer";
 import { servedPvcs } from "./blockVolumes";
 import { serverPodLabels } from "./endpoint";
+import { transferPodSettings } from "./podSettings";
 import { describeGroup, type ServerGroup, serverGroups } from "./serverGroups";
 import { warnWhenWaitingLong } from "./timing";
 import { advance, type PhaseBody, type PhaseContext, wait } from "./types";
@@ -17,12 +18,8 @@ export async function serverPodFor(ctx: PhaseContext, group: ServerGroup) {
     name: group.names.serverPod,
     namespace: group.namespace,
     labels: serverPodLabels(ctx, group),
-    ...(ctx.transfer.podAnnotations ? { annotations: ctx.transfer.podAnnotations } : {}),
-    allowedAnnotationKeys: ctx.transfer.allowedPodAnnotationKeys,
-    image: ctx.transferImage,
-    ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
+    ...transferPodSettings(ctx),
     configSecretName: group.names.rsyncServerSecret,
-    runAsRoot: ctx.spec.runAsRoot ?? false,
     ...(ctx.transfer.resources ? { rsyncResources: ctx.transfer.resources } : {}),
     pvcs: await servedPvcs(ctx, group),
   });

@@ -10,6 +10,7 @@ import type { TargetSize } from "../dvm/types";
 import { KINDS, type PodObject, refOf } from "../kube/objects";
 import { usagePod } from "../transfer";
 import { dvmShortId, transferLabels } from "./names";
+import { transferPodSettings } from "./podSettings";
 import { sourcePodAffinity } from "./sourcePlacement";
 import type { PhaseContext } from "./types";
 import type { VolumePair } from "./volumes";
@@ -27,11 +28,7 @@ export async function usagePodFor(ctx: PhaseContext, pair: VolumePair) {
     name: usagePodName(ctx, pair),
     namespace: pair.from.namespace,
     labels: { ...transferLabels(ctx.dvm, USAGE_ROLE), [LABEL.volume]: pair.id },
-    ...(ctx.transfer.podAnnotations ? { annotations: ctx.transfer.podAnnotations } : {}),
-    allowedAnnotationKeys: ctx.transfer.allowedPodAnnotationKeys,
-    image: ctx.transferImage,
-    ...(ctx.spec.transferIdentity ? { identity: ctx.spec.transferIdentity } : {}),
-    runAsRoot: ctx.spec.runAsRoot ?? false,
+    ...transferPodSettings(ctx),
     sourcePvc: pair.from,
     ...(affinity ? { affinity } : {}),
   });

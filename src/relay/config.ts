@@ -7,6 +7,7 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { blankIsUnset, ENV, type Environment, logLevel, parseEnvironment } from "../config/environment";
+import { definedFields } from "../lib/definedFields";
 import type { LogLevel } from "../lib/log";
 import { LEADER_ELECTION_DEFAULTS, type LeaderElectionTiming, leaderElectionTimingProblem } from "./leaderElection";
 import { DEFAULT_MAX_DVM_SERIES } from "./metrics";
@@ -128,10 +129,10 @@ export function parseRelayEnv(env: Environment): RelayConfig {
   const e = parseEnvironment(EnvSchema, env, "relay configuration");
   const shared = e[ENV.relayFunctionName];
   return {
-    ...(e[ENV.kubeconfig] ? { kubeconfigPath: e[ENV.kubeconfig] } : {}),
+    // Blank variables are already undefined (blankIsUnset): dropping undefined drops every unset one.
+    ...definedFields({ kubeconfigPath: e[ENV.kubeconfig], namespace: e[ENV.relayNamespace] }),
     inCluster: e[ENV.kubernetesServiceHost] !== undefined,
     logLevel: e[ENV.logLevel],
-    ...(e[ENV.relayNamespace] ? { namespace: e[ENV.relayNamespace] } : {}),
     target: shared ? { kind: "shared", name: shared } : { kind: "perPhase", prefix: e[ENV.relayFunctionPrefix]! },
     invocationType: e[ENV.relayInvocationType],
     healthPort: e[ENV.relayHealthPort],

@@ -18,6 +18,7 @@
  */
 import { ControllerError } from "../contracts/controllerError";
 import { type Clock, systemClock } from "../lib/clock";
+import { definedFields } from "../lib/definedFields";
 import { errorMessage } from "../lib/errorMessage";
 import { jsonLogger, type Logger } from "../lib/log";
 import type { LeaseRecord, LeaseStore, StoredLease } from "./leaseStore";
@@ -159,16 +160,16 @@ export class LeaderElector {
   }
 
   snapshot(): LeadershipStats {
-    return {
+    return definedFields({
       identity: this.options.identity,
       lease: this.options.store.where,
       leading: this.leading,
-      ...(this.observed ? { holder: this.observed.holder } : {}),
-      ...(this.lastContactAt !== undefined ? { lastContactAt: new Date(this.lastContactAt).toISOString() } : {}),
+      holder: this.observed?.holder,
+      lastContactAt: this.lastContactAt === undefined ? undefined : new Date(this.lastContactAt).toISOString(),
       terms: this.terms,
       failures: this.failures,
-      ...(this.lastError !== undefined ? { lastError: this.lastError } : {}),
-    };
+      lastError: this.lastError,
+    });
   }
 
   private async loop(): Promise<void> {

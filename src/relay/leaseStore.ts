@@ -5,6 +5,7 @@
  */
 import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
 import { toKubeApiError } from "../kube/errors";
+import { definedFields } from "../lib/definedFields";
 
 /** What the election keeps in the Lease's spec. */
 export interface LeaseRecord {
@@ -85,8 +86,10 @@ export class KubeLeaseStore implements LeaseStore {
         holderIdentity: record.holderIdentity,
         leaseDurationSeconds: record.leaseDurationSeconds,
         leaseTransitions: record.leaseTransitions,
-        ...(record.acquireTime ? { acquireTime: new V1MicroTime(record.acquireTime.getTime()) } : {}),
-        ...(record.renewTime ? { renewTime: new V1MicroTime(record.renewTime.getTime()) } : {}),
+        ...definedFields({
+          acquireTime: record.acquireTime && new V1MicroTime(record.acquireTime.getTime()),
+          renewTime: record.renewTime && new V1MicroTime(record.renewTime.getTime()),
+        }),
       },
     };
   }
@@ -105,8 +108,7 @@ function stored(lease: V1Lease, where: string): StoredLease {
       holderIdentity: spec.holderIdentity ?? "",
       leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
       leaseTransitions: spec.leaseTransitions ?? 0,
-      ...(acquireTime ? { acquireTime } : {}),
-      ...(renewTime ? { renewTime } : {}),
+      ...definedFields({ acquireTime, renewTime }),
     },
   };
 }

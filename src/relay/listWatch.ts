@@ -139,7 +139,7 @@ export class ListWatch {
           break;
         case "expired":
           log.info("resourceVersion expired; listing again", { watch: this.options.name, resourceVersion: this.stats.resourceVersion });
-          this.stats.resourceVersion = undefined;
+          delete this.stats.resourceVersion;
           failures = 0;
           break;
         case "failed":

@@ -11,6 +11,7 @@ import type { ReconcileRequest } from "../contracts/request";
 import { POLL_REQUEUE_MS } from "../dvm/itinerary";
 import { type BackoffOptions, backoffDelay } from "../lib/backoff";
 import { type Clock, systemClock } from "../lib/clock";
+import { definedFields } from "../lib/definedFields";
 import { errorMessage } from "../lib/errorMessage";
 import { jsonLogger, type Logger } from "../lib/log";
 import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
@@ -149,8 +150,7 @@ export class Relay {
     const common = {
       log: this.log,
       clock: this.clock,
-      ...(watchTimeoutSeconds !== undefined ? { timeoutSeconds: watchTimeoutSeconds } : {}),
-      ...(this.options.watchBackoff ? { backoff: this.options.watchBackoff } : {}),
+      ...definedFields({ timeoutSeconds: watchTimeoutSeconds, backoff: this.options.watchBackoff }),
     };
 
     this.dvmWatch = new ListWatch({
@@ -364,7 +364,7 @@ export class Relay {
       ...guess,
       reason,
     };
-    const key = { phase: dvm.phase, generation: dvm.generation, ...(dvm.deleting ? { deleting: true } : {}) };
+    const key = { ...definedFields({ phase: dvm.phase, generation: dvm.generation }), ...(dvm.deleting ? { deleting: true } : {}) };
     const forwarded = recordForward(key, entry.lastForward, this.clock.now(), this.pollMs);
     entry.lastForward = forwarded;
     const log = this.log.child({ uid, dvm: `${dvm.namespace}/${dvm.name}`, phase: dvm.phase ?? "(none)" });

@@ -10,6 +10,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client
 import { LABEL } from "../contracts/labels";
 import { DVM_GROUP, DVM_PLURAL, DVM_VERSION, DVMP_PLURAL } from "../dvm/types";
 import { KubeRest } from "../kube/rest";
+import { definedFields } from "../lib/definedFields";
 import type { ListResult } from "./listWatch";
 
 /** Only objects a migration created carry the uid label; the selector asks for its presence. */
@@ -144,6 +145,6 @@ export function podVersionLister(kubeConfig: KubeConfig): () => Promise<ListResu
   const api = kubeConfig.makeApiClient(CoreV1Api);
   return async () => {
     const list = await api.listPodForAllNamespaces({ limit: 1, labelSelector: TRANSFER_POD_SELECTOR });
-    return resultOf({ metadata: { resourceVersion: list.metadata?.resourceVersion } }, []);
+    return resultOf({ metadata: definedFields({ resourceVersion: list.metadata?.resourceVersion }) }, []);
   };
 }

@@ -5,6 +5,7 @@
  */
 import { ITINERARIES, type ItineraryName, PHASES, type PhaseName, phaseSpec, stepOf } from "../dvm/itinerary";
 import type { LedgerEntry, LedgerState } from "../ledger/types";
+import { definedFields } from "../lib/definedFields";
 import { entryEnd, executionsOf, type PhaseExecution } from "./executions";
 
 export interface TimingRow {
@@ -143,13 +144,11 @@ function rowOf(phase: PhaseName, generation: number, main: ItineraryName, entry:
     ran: true,
     state: entry.state,
     startedAt: entry.startedAt,
-    ...(entry.finishedAt !== undefined ? { finishedAt: entry.finishedAt } : {}),
+    ...definedFields({ finishedAt: entry.finishedAt }),
     elapsedSeconds: entry.state === "COMPLETED" && entry.elapsedSeconds !== undefined ? entry.elapsedSeconds : (end - entry.startedAt) / 1000,
     repeatedExecutions: repeated,
     repeatedSeconds: executions.filter((e) => e.repeated).reduce((sum, e) => sum + e.seconds, 0),
-    ...(entry.outcome ? { outcome: entry.outcome.result } : {}),
-    ...(bytesOf(entry) !== undefined ? { bytesTransferred: bytesOf(entry)! } : {}),
-    ...(entry.lastError !== undefined ? { lastError: entry.lastError } : {}),
+    ...definedFields({ outcome: entry.outcome?.result, bytesTransferred: bytesOf(entry), lastError: entry.lastError }),
     executions,
   };
 }
@@ -197,8 +196,7 @@ export function buildTimingReport(input: TimingReportInput): TimingReport {
     rows: finished,
     totalSeconds,
     wallSeconds: startedAt !== undefined && finishedAt !== undefined ? (finishedAt - startedAt) / 1000 : 0,
-    ...(startedAt !== undefined ? { startedAt } : {}),
-    ...(finishedAt !== undefined ? { finishedAt } : {}),
+    ...definedFields({ startedAt, finishedAt }),
     executions: executions.length,
     repeated: {
       count: finished.reduce((sum, r) => sum + r.repeatedExecutions, 0),

@@ -9,6 +9,7 @@
  */
 import type { DvmSpec } from "../dvm/types";
 import type { ClusterResolver } from "../kube/resolver";
+import { definedFields } from "../lib/definedFields";
 import { settle, unwrap } from "../lib/settle";
 
 type ClusterRefs = Pick<DvmSpec, "sourceCluster" | "destinationCluster">;
@@ -65,10 +66,7 @@ export class ClusterPrefetch {
 }
 
 function refsOf(spec: ClusterRefs): ClusterRefs {
-  return {
-    ...(spec.sourceCluster ? { sourceCluster: spec.sourceCluster } : {}),
-    ...(spec.destinationCluster ? { destinationCluster: spec.destinationCluster } : {}),
-  };
+  return definedFields({ sourceCluster: spec.sourceCluster, destinationCluster: spec.destinationCluster });
 }
 
 function namesSecret(refs: ClusterRefs): boolean {

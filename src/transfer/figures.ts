@@ -3,6 +3,8 @@
  * total, percent, rate, time left) while it runs, and at the end a verification report (what was sent,
  * skipped, vanished, failed, and with --checksum whether every file's content was verified).
  */
+
+import { definedFields } from "../lib/definedFields";
 import type { RsyncProgress } from "./progress";
 
 export interface TransferFigures {
@@ -54,14 +56,14 @@ export function liveFigures(progress: RsyncProgress | undefined): TransferFigure
 
 function finalFigures(progress: RsyncProgress): TransferFigures {
   const sent = progress.bytesSent ?? progress.bytesTransferred;
-  return {
-    ...(sent !== undefined ? { bytesTransferred: sent } : {}),
-    ...(progress.totalFileSize !== undefined ? { totalBytes: progress.totalFileSize } : {}),
+  return definedFields({
+    bytesTransferred: sent,
+    totalBytes: progress.totalFileSize,
     percent: 100,
-    ...(progress.averageBytesPerSecond !== undefined ? { bytesPerSecond: progress.averageBytesPerSecond } : {}),
+    bytesPerSecond: progress.averageBytesPerSecond,
     secondsLeft: 0,
-    ...(progress.elapsedSeconds !== undefined ? { elapsedSeconds: progress.elapsedSeconds } : {}),
-  };
+    elapsedSeconds: progress.elapsedSeconds,
+  });
 }
 
 /** The report of a transfer that ended; undefined when rsync's statistics are not in the log. */
@@ -103,11 +105,11 @@ export function totalFigures(volumes: readonly (TransferFigures & { done: boolea
         ? 100
         : undefined;
   const timesKnown = open.every((v) => v.secondsLeft !== undefined);
-  return {
+  return definedFields({
     bytesTransferred: bytes,
-    ...(total !== undefined ? { totalBytes: total } : {}),
-    ...(percent !== undefined ? { percent: Math.round(percent * 10) / 10 } : {}),
+    totalBytes: total,
+    percent: percent === undefined ? undefined : Math.round(percent * 10) / 10,
     bytesPerSecond: sum(open.map((v) => v.bytesPerSecond)),
-    ...(timesKnown ? { secondsLeft: Math.max(0, ...open.map((v) => v.secondsLeft ?? 0)) } : {}),
-  };
+    secondsLeft: timesKnown ? Math.max(0, ...open.map((v) => v.secondsLeft ?? 0)) : undefined,
+  });
 }

@@ -23,6 +23,7 @@ import type {
   V1VolumeMount,
 } from "@kubernetes/client-node";
 import type { PvcRef } from "../contracts/pvcRef";
+import { definedFields } from "../lib/definedFields";
 import { shellQuote as quote, TransferConfigError } from "./configText";
 import { blockDevicePath, configFile, doneFile, moduleMountPath, SECRET_KEY, scratchSecretsFile, type TransferPaths, transferPaths } from "./paths";
 import { annotationField, refusedAnnotationKeys } from "./podAnnotations";
@@ -370,10 +371,12 @@ function pod(options: TransferPodOptions, spec: Pick<V1PodSpec, "containers" | "
       securityContext: podSecurity,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      ...(options.nodeName ? { nodeName: options.nodeName } : {}),
-      ...(options.nodeSelector ? { nodeSelector: { ...options.nodeSelector } } : {}),
-      ...(options.affinity ? { affinity: options.affinity } : {}),
-      ...(options.tolerations ? { tolerations: options.tolerations } : {}),
+      ...definedFields({
+        nodeName: options.nodeName || undefined,
+        nodeSelector: options.nodeSelector && { ...options.nodeSelector },
+        affinity: options.affinity,
+        tolerations: options.tolerations,
+      }),
     },
   };
 }

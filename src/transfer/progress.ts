@@ -81,11 +81,12 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
     if (line.trim() === "") continue;
     const progress = PROGRESS2.exec(line);
     if (progress) {
-      const [, bytes, percent, rate, h, m, s, xfr] = progress;
+      // Groups that are not optional in PROGRESS2 always match; the defaults only satisfy the type.
+      const [, bytes = "", percent, rate = "", h, m, s, xfr] = progress;
       result.percent = Number(percent);
       result.rate = rate;
-      result.rateBytesPerSecond = parseRate(rate ?? "");
-      result.bytesTransferred = parseSize(bytes ?? "", base);
+      result.rateBytesPerSecond = parseRate(rate);
+      result.bytesTransferred = parseSize(bytes, base);
       if (xfr !== undefined) result.filesTransferred = Number(xfr);
       clockSeconds = Number(h) * 3600 + Number(m) * 60 + Number(s);
       continue;
@@ -153,18 +154,18 @@ export function parseRsyncProgress(text: string, options: ParseRsyncProgressOpti
     }
     const warning = /^rsync warning: (.*?)(?: \(code (\d+)\))?(?: at \S+)?(?: \[[^\]]*\])?$/.exec(line);
     if (warning) {
-      result.warning = warning[1];
+      result.warning = warning[1] ?? "";
       if (warning[2] !== undefined) result.errorCode = Number(warning[2]);
       continue;
     }
     const refused = /^@ERROR: (.*)$/.exec(line);
     if (refused) {
-      result.daemonError = refused[1];
+      result.daemonError = refused[1] ?? "";
       continue;
     }
     const error = /^rsync error: (.*?)(?: \(code (\d+)\))?(?: at \S+)?(?: \[[^\]]*\])?$/.exec(line);
     if (error) {
-      result.error = error[1];
+      result.error = error[1] ?? "";
       if (error[2] !== undefined) result.errorCode = Number(error[2]);
     }
   }

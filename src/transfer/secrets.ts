@@ -5,6 +5,7 @@
  * its own module's rsync credential only (`moduleCredential`).
  */
 import type { PvcRef } from "../contracts/pvcRef";
+import { definedFields } from "../lib/definedFields";
 import type { TransferPki } from "./certificates";
 import { TransferConfigError } from "./configText";
 import { moduleCredential, rsyncSecretsFile } from "./credentials";
@@ -72,12 +73,11 @@ export function serverTransferSecretData(options: ServerTransferSecretOptions): 
     [SECRET_KEY.rsyncdSecrets]: rsyncSecretsFile(credentials),
     [SECRET_KEY.stunnelConf]: stunnelServerConfig({
       acceptPort: stunnelPort,
-      ...(options.stunnelAcceptHost ? { acceptHost: options.stunnelAcceptHost } : {}),
       connectPort: rsyncPort,
       certPath: configFile(paths, SECRET_KEY.cert),
       keyPath: configFile(paths, SECRET_KEY.key),
       caPath: configFile(paths, SECRET_KEY.ca),
-      ...(options.stunnelLogLevel ? { logLevel: options.stunnelLogLevel } : {}),
+      ...definedFields({ acceptHost: options.stunnelAcceptHost || undefined, logLevel: options.stunnelLogLevel || undefined }),
     }),
     [SECRET_KEY.cert]: options.pki.serverCertPem,
     [SECRET_KEY.key]: options.pki.serverKeyPem,
@@ -113,12 +113,10 @@ export function clientTransferSecretData(options: ClientTransferSecretOptions): 
       acceptPort: options.localPort ?? STUNNEL_CLIENT_DEFAULT_LOCAL_PORT,
       connectHost: options.endpointHost,
       connectPort: options.endpointPort,
-      ...(options.checkHost ? { checkHost: options.checkHost } : {}),
-      ...(options.proxy ? { proxy: options.proxy } : {}),
       certPath: configFile(paths, SECRET_KEY.cert),
       keyPath: configFile(paths, SECRET_KEY.key),
       caPath: configFile(paths, SECRET_KEY.ca),
-      ...(options.stunnelLogLevel ? { logLevel: options.stunnelLogLevel } : {}),
+      ...definedFields({ checkHost: options.checkHost || undefined, proxy: options.proxy, logLevel: options.stunnelLogLevel || undefined }),
     }),
     [SECRET_KEY.cert]: options.pki.clientCertPem,
     [SECRET_KEY.key]: options.pki.clientKeyPem,

@@ -13,6 +13,7 @@ import { findCondition } from "../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
+import { definedFields } from "../../src/lib/definedFields";
 import { PHASE_BODIES } from "../../src/phases";
 import { transferNames } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
@@ -338,7 +339,10 @@ describe("the failure path", () => {
     const secret = { name: `rotating-${run}`, namespace: fixture.dvmNamespace };
     const kubeconfig = () => core.readNamespacedSecret({ name: "destination-kubeconfig", namespace: fixture.dvmNamespace });
     const create = async () =>
-      core.createNamespacedSecret({ namespace: secret.namespace, body: { metadata: { name: secret.name }, data: (await kubeconfig()).data } });
+      core.createNamespacedSecret({
+        namespace: secret.namespace,
+        body: { metadata: { name: secret.name }, ...definedFields({ data: (await kubeconfig()).data }) },
+      });
     await create();
     const spec = { ...fixture.spec, destinationCluster: { kubeconfigSecretRef: { name: secret.name } } };
     const dvm = await createDvm(clusters.source, fixture.dvmNamespace, "move-rotated", spec);

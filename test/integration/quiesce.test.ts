@@ -147,7 +147,8 @@ async function actAsControllers(fixture: MigrationFixture): Promise<void> {
 
 /** The state of the applications when the final sync starts (its first entry), and nothing after. */
 function recordingFinalSync(fixture: MigrationFixture) {
-  const seen: { api?: number; web?: number; backupSuspended?: boolean; podsMounting?: string[] } = {};
+  // What the cluster showed, undefined included.
+  const seen: { api?: number | undefined; web?: number | undefined; backupSuspended?: boolean | undefined; podsMounting?: string[] } = {};
   const body: PhaseBody = async (ctx) => {
     if (seen.api === undefined) {
       const { shop, ops } = fixture.namespaces;

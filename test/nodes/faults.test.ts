@@ -127,7 +127,7 @@ describe("faults of a real cluster mid-transfer", () => {
     const clientNode = nodes.sourceNodes[1]!;
     const volume = await seededVolume("kubelet", clientNode.nodeName, 96 * MiB, 1024);
     const dvm = await createDvm(clusters.source, NODE_ADMIN_NAMESPACE, `kubelet-${run}`, volume.spec);
-    const seen: { ready: string[]; clientPhases: string[]; clientNode?: string; downMs?: number } = { ready: [], clientPhases: [] };
+    const seen: { ready: string[]; clientPhases: string[]; clientNode?: string | undefined; downMs?: number } = { ready: [], clientPhases: [] };
     const fault = (async () => {
       const client = await runningPod(clusters.source, volume.namespace, "rsync-client");
       seen.clientNode = client.spec?.nodeName;
@@ -169,7 +169,7 @@ describe("faults of a real cluster mid-transfer", () => {
   it("the server pod's containerd restarted: the migration completes equal", async () => {
     const volume = await seededVolume("containerd", nodes.sourceNodes[0]!.nodeName, 64 * MiB, 2048);
     const dvm = await createDvm(clusters.source, NODE_ADMIN_NAMESPACE, `containerd-${run}`, volume.spec);
-    const seen: { serverNode?: string; ready: string[]; clientAfter?: string } = { ready: [] };
+    const seen: { serverNode?: string | undefined; ready: string[]; clientAfter?: string | undefined } = { ready: [] };
     const fault = (async () => {
       const client = await runningPod(clusters.source, volume.namespace, "rsync-client");
       const server = await runningPod(clusters.destination, volume.namespace, "rsync-server");

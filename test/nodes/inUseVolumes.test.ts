@@ -38,7 +38,7 @@ afterAll(async () => {
 /** Where each transfer pod ran, read while the migration runs (the pods are gone at its end). */
 interface Placements {
   /** Client pod name -> its spec.nodeName, and the last waiting reason or event message seen. */
-  clients: Map<string, { node?: string; waiting?: string }>;
+  clients: Map<string, { node?: string | undefined; waiting?: string | undefined }>;
   /** Server pod name -> its spec.nodeName, on the destination. */
   servers: Map<string, string | undefined>;
 }

@@ -4,7 +4,7 @@
  */
 import type { Cluster, EnsureResult } from "../../src/kube/cluster";
 import { KubeApiError } from "../../src/kube/errors";
-import type { KubeObject, ObjectRef } from "../../src/kube/objects";
+import { type KubeObject, type ObjectRef, refOfObject } from "../../src/kube/objects";
 
 const keyOf = (ref: ObjectRef) => `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ""}|${ref.name}`;
 
@@ -29,7 +29,7 @@ export class FakeCluster implements Cluster {
   constructor(readonly name: string) {}
 
   add(...objects: KubeObject[]): this {
-    for (const object of objects) this.objects.set(keyOf(this.refOf(object)), this.stamp(structuredClone(object)));
+    for (const object of objects) this.objects.set(keyOf(refOfObject(object)), this.stamp(structuredClone(object)));
     return this;
   }
 
@@ -39,7 +39,7 @@ export class FakeCluster implements Cluster {
   }
 
   async ensure<T extends KubeObject>(object: T): Promise<EnsureResult<T>> {
-    const key = keyOf(this.refOf(object));
+    const key = keyOf(refOfObject(object));
     const existing = this.objects.get(key);
     if (existing) return { object: structuredClone(existing) as T, created: false };
     this.creations.set(key, (this.creations.get(key) ?? 0) + 1);
@@ -119,10 +119,6 @@ export class FakeCluster implements Cluster {
 
   totalCreations(kind?: string): number {
     return [...this.creations.entries()].filter(([k]) => !kind || k.split("|")[1] === kind).reduce((sum, [, n]) => sum + n, 0);
-  }
-
-  private refOf(object: KubeObject): ObjectRef {
-    return { apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
   }
 
   private stamp(object: KubeObject): KubeObject {

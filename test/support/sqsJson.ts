@@ -5,11 +5,12 @@
  */
 import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
 import { SignatureV4 } from "@smithy/signature-v4";
+import { definedFields } from "../../src/lib/definedFields";
 
 export interface AwsCredentials {
   accessKeyId: string;
   secretAccessKey: string;
-  sessionToken?: string | undefined;
+  sessionToken?: string;
 }
 
 type SourceData = string | ArrayBuffer | ArrayBufferView;
@@ -60,7 +61,7 @@ export class SqsJsonClient {
       method: "POST",
       protocol: this.url.protocol,
       hostname: this.url.hostname,
-      port: Number(this.url.port) || undefined,
+      ...definedFields({ port: Number(this.url.port) || undefined }),
       path: "/",
       query: {},
       headers: { host: this.url.host, "content-type": "application/x-amz-json-1.0", "x-amz-target": `AmazonSQS.${operation}` },

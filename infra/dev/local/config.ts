@@ -30,6 +30,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { ENV, type Environment, logLevel, optional, optionalText, parseEnvironment } from "../../../src/config/environment";
+import { definedFields } from "../../../src/lib/definedFields";
 import type { LogLevel } from "../../../src/lib/log";
 
 /** This process's environment: the one read of process.env for `npm start` and infra/dev/local/. */
@@ -81,15 +82,16 @@ export function parseLocalControllerEnv(env: Environment): LocalControllerEnv {
   const accessKeyId = e[ENV.awsAccessKeyId];
   const secretAccessKey = e[ENV.awsSecretAccessKey];
   const dynamoEndpoint = e[ENV.awsDynamoEndpoint] ?? e[ENV.awsEndpoint];
-  return {
-    ...(e[ENV.kubeconfig] ? { kubeconfig: e[ENV.kubeconfig] } : {}),
-    ...(dynamoEndpoint ? { dynamoEndpoint } : {}),
+  // optionalText() makes a blank variable undefined: dropping undefined drops every unset one.
+  return definedFields({
+    kubeconfig: e[ENV.kubeconfig],
+    dynamoEndpoint,
     aws: {
       region: e[ENV.awsRegion] ?? LOCAL_REGION,
       ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
     },
     logLevel: e[ENV.logLevel],
-  };
+  });
 }
 
 const ToolsEnvSchema = z.object({

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
+import { definedFields } from "../../../src/lib/definedFields";
 import { startApiServer } from "./apiserver";
 import { PodBinder } from "./binder";
 import { localTools } from "./config";
@@ -123,8 +124,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       logDir,
       etcdUrl: etcd.url,
       pidFile,
-      ...(opts.bindAddress ? { bindAddress: opts.bindAddress } : {}),
-      ...(opts.serviceCidr ? { serviceCidr: opts.serviceCidr } : {}),
+      ...definedFields({ bindAddress: opts.bindAddress || undefined, serviceCidr: opts.serviceCidr || undefined }),
       ...(opts.serviceAccounts ? { serviceAccountAdmission: true } : {}),
     });
     children.push(() => api.process);

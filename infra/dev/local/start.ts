@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigurationError } from "../../../src/config/error";
+import { definedFields } from "../../../src/lib/definedFields";
 import { errorText } from "../../../src/lib/errorMessage";
 import { jsonLogger } from "../../../src/lib/log";
 import { localEnvironment, parseLocalControllerEnv } from "./config";
@@ -74,10 +75,12 @@ async function main(): Promise<void> {
     say,
     aws: env.aws,
     logLevel: env.logLevel,
-    ...(values.kubeconfig || env.kubeconfig ? { kubeconfig: values.kubeconfig || env.kubeconfig } : {}),
-    ...(env.dynamoEndpoint ? { dynamoEndpoint: env.dynamoEndpoint } : {}),
-    ...(values.table ? { ledgerTableName: values.table } : {}),
-    ...(healthPort ? { healthPort } : {}),
+    ...definedFields({
+      kubeconfig: values.kubeconfig || env.kubeconfig || undefined,
+      dynamoEndpoint: env.dynamoEndpoint,
+      ledgerTableName: values.table || undefined,
+      healthPort,
+    }),
   });
 
   const lines = [

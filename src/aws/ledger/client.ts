@@ -1,4 +1,5 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
+import { definedFields } from "../../lib/definedFields";
 
 /** The only part of the SDK client the ledger uses; tests pass a stub. */
 export type LedgerDynamoClient = Pick<DynamoDBClient, "send">;
@@ -20,9 +21,8 @@ export interface LedgerClientOptions {
 export function createLedgerClient(options: LedgerClientOptions = {}): DynamoDBClient {
   return new DynamoDBClient({
     maxAttempts: 1,
-    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-    ...(options.region ? { region: options.region } : {}),
-    ...(options.credentials ? { credentials: options.credentials } : {}),
+    // An empty endpoint or region is as good as none: the SDK's own chain decides.
+    ...definedFields({ endpoint: options.endpoint || undefined, region: options.region || undefined, credentials: options.credentials }),
     requestHandler: { connectionTimeout: 2_000, requestTimeout: options.requestTimeoutMs ?? 5_000 },
   });
 }

@@ -55,7 +55,7 @@ export function buildOurRunner(options: OurRunnerOptions): OurRunner {
       const stale = scope?.staleDvm;
       if (stale && stale.metadata.namespace === namespace && stale.metadata.name === name) {
         // Only the invocation's first read lags; re-reads after a 409 go to the API server.
-        scope.staleDvm = undefined;
+        delete scope.staleDvm;
         return stale;
       }
       return fresh.get(namespace, name);

@@ -605,7 +605,7 @@ function pvcCount(prepared: PreparedMigrations, name: string): number {
   return Array.isArray(claims) ? claims.length : 0;
 }
 
-function phaseRankOf(status: { itinerary?: string; phase?: string } | undefined): number {
+function phaseRankOf(status: { itinerary?: string | undefined; phase?: string | undefined } | undefined): number {
   return positionRank(status?.itinerary, status?.phase);
 }
 

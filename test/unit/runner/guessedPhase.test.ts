@@ -140,7 +140,7 @@ describe("PhaseRunner with a guessed phase", () => {
       throw new Error("crash before the status write");
     };
     await expect(r.run(requestAt("CleanStaleRsyncResources"))).rejects.toThrow("crash");
-    store.beforeWrite = undefined;
+    delete store.beforeWrite;
     expect(await r.run(requestAt("CleanStaleRsyncResources"))).toMatchObject({ kind: "duplicate", statusRepaired: true });
     expect(executions.get("CleanStaleRsyncResources")).toBe(1);
     expect(store.current().status.phase).toBe("WaitForStaleRsyncResourcesTerminated");

@@ -126,7 +126,7 @@ describe("PhaseRunner", () => {
       throw new Error("crash before the status write");
     };
     await expect(r.run(request)).rejects.toThrow("crash");
-    store.beforeWrite = undefined;
+    delete store.beforeWrite;
     expect(store.current().status.phase).toBeUndefined();
     const result = await r.run(request);
     expect(result).toMatchObject({ kind: "duplicate", phase: "Started", next: "CleanStaleRsyncResources", statusRepaired: true });
@@ -166,7 +166,7 @@ describe("PhaseRunner", () => {
     const { bodies } = countingBodies();
     store.beforeWrite = (s) => {
       s.touch((dvm) => (dvm.status = { ...dvm.status, itinerary: "VolumeMigration", phase: "CreateDestinationPVCs" }));
-      s.beforeWrite = undefined;
+      delete s.beforeWrite;
     };
     await runner(bodies).run(request);
     expect(store.current().status.phase).toBe("CreateDestinationPVCs");

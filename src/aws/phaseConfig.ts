@@ -22,12 +22,14 @@
  * own: a bad one turns events off with an error in the log (eventPublisherFromEnv.ts), because events
  * must never be the reason a phase fails.
  */
+
 import { z } from "zod";
 import { blankIsUnset, ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
 import type { MigrationPolicy } from "../dvm/policy";
 import { POLICY_ENV_SHAPE, policyOf } from "../dvm/policyConfig";
 import { HTTP_CONTENT_MODES, type HttpContentMode } from "../events/httpSink";
 import { DEFAULT_EVENT_SOURCE } from "../events/outgoing";
+import { definedFields } from "../lib/definedFields";
 
 const PhaseEnvSchema = z.object({
   [ENV.ledgerTable]: requiredText("is not set"),
@@ -49,13 +51,12 @@ export interface PhaseFunctionConfig {
 export function parsePhaseFunctionEnv(env: Environment): PhaseFunctionConfig {
   const e = parseEnvironment(PhaseEnvSchema, env, "phase function configuration");
   const graceSeconds = e[ENV.clusterCredentialGraceSeconds];
-  const kubeconfigParameter = e[ENV.kubeconfigParameter];
-  return {
+  return definedFields({
     ledgerTableName: e[ENV.ledgerTable],
-    ...(kubeconfigParameter ? { kubeconfigParameter } : {}),
+    kubeconfigParameter: e[ENV.kubeconfigParameter] || undefined,
     policy: policyOf(e),
-    ...(graceSeconds !== undefined ? { credentialGraceMs: graceSeconds * 1000 } : {}),
-  };
+    credentialGraceMs: graceSeconds === undefined ? undefined : graceSeconds * 1000,
+  });
 }
 
 export const EVENT_SINKS = ["eventbridge", "http", "none"] as const;

@@ -17,12 +17,14 @@
  *   POWERTOOLS_SERVICE_NAME    default dvm-trigger (functionConfig.ts)
  * A bad setting is a ConfigurationError naming the variable.
  */
+
 import { z } from "zod";
 import { ENV, type Environment, optional, optionalText, parseEnvironment, requiredText, wholeNumber } from "../config/environment";
 import { POLICY_ENV, POLICY_SETTINGS } from "../dvm/policyConfig";
 import { flag, listOf, namespacePattern } from "../dvm/policyKinds";
 import { checkTriggerNamespaceSettings, type TriggerNamespaceSettings } from "../events/namespaces";
 import { MAX_SCHEDULE_HISTORY_LIMIT } from "../events/schedule";
+import { definedFields } from "../lib/definedFields";
 
 /** Well below the 30 days its handled-event records live, so a replay can never outlive its record. */
 const MAX_EVENT_AGE_SECONDS = 7 * 24 * 60 * 60;
@@ -59,19 +61,13 @@ export function parseTriggerEnv(env: Environment): TriggerConfig {
     allowAdminNamespaces: e[ENV.triggerAllowAdminNamespaces],
   };
   checkTriggerNamespaceSettings(namespaces);
-  // Locals, because TypeScript does not narrow e[ENV.name] (a computed key) through the checks below.
-  const allowedSources = e[ENV.triggerAllowedSources];
-  const maxEventAgeSeconds = e[ENV.triggerMaxEventAgeSeconds];
-  const maxEventBytes = e[ENV.triggerMaxEventBytes];
-  const kubeconfigParameter = e[ENV.kubeconfigParameter];
-  const scheduleHistoryLimit = e[ENV.triggerScheduleHistoryLimit];
-  return {
-    ...(allowedSources !== undefined ? { allowedSources } : {}),
+  return definedFields({
+    allowedSources: e[ENV.triggerAllowedSources],
     namespaces,
     ledgerTableName: e[ENV.ledgerTable],
-    ...(maxEventAgeSeconds !== undefined ? { maxEventAgeSeconds } : {}),
-    ...(maxEventBytes !== undefined ? { maxEventBytes } : {}),
-    ...(kubeconfigParameter ? { kubeconfigParameter } : {}),
-    ...(scheduleHistoryLimit !== undefined ? { scheduleHistoryLimit } : {}),
-  };
+    maxEventAgeSeconds: e[ENV.triggerMaxEventAgeSeconds],
+    maxEventBytes: e[ENV.triggerMaxEventBytes],
+    kubeconfigParameter: e[ENV.kubeconfigParameter] || undefined,
+    scheduleHistoryLimit: e[ENV.triggerScheduleHistoryLimit],
+  });
 }

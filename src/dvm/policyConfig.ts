@@ -10,9 +10,11 @@
  * it: `npx tsx infra/dev/docs/policySettings.ts` writes the last two, and
  * test/unit/dvm/policySettings.test.ts fails when they drift.
  */
+
 import { z } from "zod";
 import { type Environment, parseEnvironment } from "../config/environment";
 import { ConfigurationError } from "../config/error";
+import { definedFields } from "../lib/definedFields";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "./policy";
 import { annotationEntry, extraOptionEntry, flag, imagePattern, listOf, namespacePattern, pinnedImage, positiveInteger, proxy, quantity } from "./policyKinds";
 import { proxyUrl } from "./proxyPolicy";
@@ -212,28 +214,23 @@ function transferPolicyOf(e: PolicyEnvironment): TransferPolicy {
       POLICY_ENV.concurrentVolumes,
     );
   }
-  const maxBandwidth = e[POLICY_ENV.maxBandwidth];
   const maxCpu = e[POLICY_ENV.maxCpu];
   const maxMemory = e[POLICY_ENV.maxMemory];
-  const tcpProxy = e[POLICY_ENV.tcpProxy];
-  const tenantTcpProxy = e[POLICY_ENV.tenantTcpProxy];
-  return {
+  return definedFields({
     delete: e[POLICY_ENV.transferDelete],
     partial: e[POLICY_ENV.transferPartial],
     hardLinks: e[POLICY_ENV.transferHardLinks],
     verify: e[POLICY_ENV.transferVerify],
-    ...(maxBandwidth !== undefined ? { maxBandwidthLimitKiBPerSecond: maxBandwidth } : {}),
+    maxBandwidthLimitKiBPerSecond: e[POLICY_ENV.maxBandwidth],
     concurrentVolumes,
     maxConcurrentVolumes,
     maxVolumesPerServerPod: e[POLICY_ENV.maxVolumesPerServerPod] ?? transferDefaults.maxVolumesPerServerPod,
     extraOptions: e[POLICY_ENV.extraOptions],
-    ...(maxCpu !== undefined || maxMemory !== undefined
-      ? { maxResources: { ...(maxCpu !== undefined ? { cpu: maxCpu } : {}), ...(maxMemory !== undefined ? { memory: maxMemory } : {}) } }
-      : {}),
-    ...(tcpProxy !== undefined ? { tcpProxy } : {}),
-    ...(tenantTcpProxy !== undefined ? { tenantTcpProxy } : {}),
+    maxResources: maxCpu !== undefined || maxMemory !== undefined ? definedFields({ cpu: maxCpu, memory: maxMemory }) : undefined,
+    tcpProxy: e[POLICY_ENV.tcpProxy],
+    tenantTcpProxy: e[POLICY_ENV.tenantTcpProxy],
     podAnnotations: e[POLICY_ENV.podAnnotations],
-  };
+  });
 }
 
 /** The policy out of an environment parsed with POLICY_ENV_SHAPE. */

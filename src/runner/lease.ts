@@ -63,7 +63,7 @@ export function leaseWithin(leaseMs: number, now: number, hostEndAt: number | un
 }
 
 /** Until when a write that ends an attempt is worth retrying: the lease's end, and not past the host's. */
-export function settleDeadline(leaseExpiresAt: number, hostEndAt: number | undefined): number {
+export function ledgerWriteDeadline(leaseExpiresAt: number, hostEndAt: number | undefined): number {
   return Math.min(leaseExpiresAt, (hostEndAt ?? Number.POSITIVE_INFINITY) - HOST_END_ROOM_MS);
 }
 
@@ -93,8 +93,8 @@ export class BodyLease implements PhaseLease {
   }
 
   /** Until when the write that ends this attempt (complete, fail) is worth retrying. */
-  settleBy(): number {
-    return settleDeadline(this.expiresAt, this.options.hostEndAt);
+  ledgerWriteDeadline(): number {
+    return ledgerWriteDeadline(this.expiresAt, this.options.hostEndAt);
   }
 
   async renew(): Promise<void> {

@@ -50,7 +50,7 @@ import {
   noteCredentialFailure,
 } from "./credentialGrace";
 import { continueDeletion } from "./deletion";
-import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError, leaseWithin, settleDeadline } from "./lease";
+import { BodyLease, DEFAULT_LEASE_MARGIN_MS, LeaseDeadlineError, leaseWithin, ledgerWriteDeadline } from "./lease";
 
 export interface RunnerOptions {
   store: DvmStore;
@@ -342,7 +342,7 @@ export class PhaseRunner {
    * one lost to a takeover meanwhile is the new holder's.
    */
   private async releaseUnrun(claim: Claim, hostEndAt: number | undefined): Promise<void> {
-    await this.untilSettled(settleDeadline(claim.leaseExpiresAt, hostEndAt), () => this.options.ledger.release(claim)).catch((error: unknown) => {
+    await this.writeByDeadline(ledgerWriteDeadline(claim.leaseExpiresAt, hostEndAt), () => this.options.ledger.release(claim)).catch((error: unknown) => {
       if (!(error instanceof LostClaimError)) throw error;
     });
   }
@@ -369,7 +369,7 @@ export class PhaseRunner {
   }
 
   /** A ledger write that ends an attempt, retried through a throttled or unreachable ledger until `deadlineAt`. */
-  private untilSettled<T>(deadlineAt: number, write: () => Promise<T>): Promise<T> {
+  private writeByDeadline<T>(deadlineAt: number, write: () => Promise<T>): Promise<T> {
     return retryUntil(write, { deadlineAt, now: () => this.clock.now(), sleep: this.sleep });
   }
 
@@ -396,11 +396,11 @@ export class PhaseRunner {
     const { dvm: fresh, position, claim, lease, outcome, log } = executed;
     const { ledger } = this.options;
     // Giving up on a completion runs the body again once the lease ends: it is retried until then.
-    const settle = <T>(write: () => Promise<T>) => this.untilSettled(lease.settleBy(), write);
+    const writeInTime = <T>(write: () => Promise<T>) => this.writeByDeadline(lease.ledgerWriteDeadline(), write);
     switch (outcome.kind) {
       case "advance": {
         // The status update is recorded with the completion: a repair after a crash replays exactly it.
-        const recorded = await this.record(claim, position, settle, {
+        const recorded = await this.record(claim, position, writeInTime, {
           result: "advanced",
           nextPhase: nextPhase(position.itinerary, position.phase),
           ...decidedBy(outcome),
@@ -412,13 +412,13 @@ export class PhaseRunner {
       }
       case "fail": {
         // Cleanup after a failure is best effort: a failing cleanup step records its errors and moves on.
-        const recorded = await this.record(claim, position, settle, { ...failureOf(position, outcome.errors, outcome.category), ...decidedBy(outcome) });
+        const recorded = await this.record(claim, position, writeInTime, { ...failureOf(position, outcome.errors, outcome.category), ...decidedBy(outcome) });
         await this.writeTransition(fresh, position, recorded, stats);
         log.warn("phase failed the migration", { errors: recorded.errors, next: recorded.nextPhase });
         return { kind: "advanced", phase: position.phase, next: recorded.nextPhase, requeueAfterMs: phaseSpec(recorded.nextPhase).requeueMs };
       }
       case "wait": {
-        await settle(() => ledger.release(claim));
+        await writeInTime(() => ledger.release(claim));
         await this.writeProgress(fresh, outcome.status, outcome.warnings ?? [], stats);
         const requeueAfterMs = outcome.afterMs ?? phaseSpec(position.phase).requeueMs;
         log.debug("phase waiting", { reason: outcome.reason, requeueAfterMs });
@@ -435,16 +435,16 @@ export class PhaseRunner {
   private async record(
     claim: Claim,
     position: Position,
-    settle: <T>(write: () => Promise<T>) => Promise<T>,
+    writeInTime: <T>(write: () => Promise<T>) => Promise<T>,
     outcome: RecordedOutcome,
   ): Promise<RecordedOutcome> {
     const { ledger } = this.options;
     try {
-      return await settle(() => ledger.complete(claim, outcome));
+      return await writeInTime(() => ledger.complete(claim, outcome));
     } catch (error) {
       if (!(error instanceof OutcomeTooLargeError)) throw error;
       const message = `${position.phase}: ${error.message}; the DVM is larger than the controller supports (docs/security.md, "Size limits")`;
-      return settle(() => ledger.complete(claim, failureOf(position, [message], "Critical")));
+      return writeInTime(() => ledger.complete(claim, failureOf(position, [message], "Critical")));
     }
   }
 
@@ -474,8 +474,8 @@ export class PhaseRunner {
       }
       const withErrors = transition.errors?.length ? { ...base, errors: boundedErrors([...new Set([...(base.errors ?? []), ...transition.errors])]) } : base;
       // A phase that gave up (errors on the failure itinerary) keeps the credential failure's first time.
-      const settled = transition.errors?.length ? withErrors : clearCredentialFailure(withErrors);
-      return enterPhase(settled, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
+      const updated = transition.errors?.length ? withErrors : clearCredentialFailure(withErrors);
+      return enterPhase(updated, positionAfter(from, transition.result, transition.nextPhase), generation, nowIso);
     });
   }
 
@@ -595,7 +595,7 @@ export class PhaseRunner {
     const message = truncateUtf8(errorText(error), MAX_ERROR_TEXT_BYTES);
     log.warn("phase attempt failed; will retry", { error: message });
     try {
-      await this.untilSettled(lease.settleBy(), () => this.options.ledger.fail(claim, message));
+      await this.writeByDeadline(lease.ledgerWriteDeadline(), () => this.options.ledger.fail(claim, message));
     } catch (failError) {
       // Our lease ended and another invocation took the phase over: it owns the phase (and its status) now.
       if (!(failError instanceof LostClaimError)) throw failError;

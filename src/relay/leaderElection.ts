@@ -21,7 +21,7 @@ import { type Clock, systemClock } from "../lib/clock";
 import { definedFields } from "../lib/definedFields";
 import { errorMessage } from "../lib/errorMessage";
 import { jsonLogger, type Logger } from "../lib/log";
-import type { LeaseRecord, LeaseStore, StoredLease } from "./leaseStore";
+import type { LeaderLeaseRecord, LeaderLeaseStore, StoredLeaderLease } from "./leaderLeaseStore";
 
 export interface LeaderElectionTiming {
   /** A Lease not renewed for this long (as a candidate observes it) may be taken over. Whole seconds: the Lease stores seconds. */
@@ -56,7 +56,7 @@ export class LeaderElectionConfigError extends ControllerError {
 }
 
 export interface LeaderElectorOptions extends Partial<LeaderElectionTiming> {
-  store: LeaseStore;
+  store: LeaderLeaseStore;
   /** This candidate's name in the Lease: unique among the replicas (the pod name). */
   identity: string;
   /** Now the leader: start the work. */
@@ -236,12 +236,12 @@ export class LeaderElector {
     return { kind: "acquired", sentAt };
   }
 
-  private mine(): Omit<LeaseRecord, "leaseTransitions"> {
+  private mine(): Omit<LeaderLeaseRecord, "leaseTransitions"> {
     return { holderIdentity: this.options.identity, leaseDurationSeconds: this.timing.leaseDurationMs / 1_000, renewTime: new Date(this.clock.now()) };
   }
 
   /** Records a read or write; a new resourceVersion restarts the holder's lease as this replica sees it. */
-  private see(lease: StoredLease): void {
+  private see(lease: StoredLeaderLease): void {
     const now = this.clock.now();
     this.lastContactAt = now;
     const holder = lease.record.holderIdentity;

@@ -15,7 +15,7 @@ import { ConfigurationError } from "../config/error";
 import { jsonLogger, type Logger } from "../lib/log";
 import { parseRelayEnv, type RelayConfig, relayEnvironment } from "./config";
 import { startHealthServer } from "./health";
-import { KubeLeaseStore } from "./leaseStore";
+import { KubeLeaderLeaseStore } from "./leaderLeaseStore";
 import { RelayMetrics } from "./metrics";
 import { RelayReplica } from "./replica";
 
@@ -64,7 +64,7 @@ export async function runRelay(config: RelayConfig, log: Logger, options: RunRel
       metrics,
     },
     ...(leaderElection.enabled
-      ? { election: { ...leaderElection, store: new KubeLeaseStore(kubeConfig, leaderElection.namespace, leaderElection.name) } }
+      ? { election: { ...leaderElection, store: new KubeLeaderLeaseStore(kubeConfig, leaderElection.namespace, leaderElection.name) } }
       : {}),
     log,
     metrics,

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../lib/log";
 import { type LeaderElectionTiming, LeaderElector, type LeadershipStats } from "./leaderElection";
-import type { LeaseStore } from "./leaseStore";
+import type { LeaderLeaseStore } from "./leaderLeaseStore";
 import type { LeadershipHooks } from "./metrics";
 import { RELAY_DEFAULTS, Relay, type RelayOptions, type RelayStats } from "./relay";
 
@@ -15,7 +15,7 @@ export type ReplicaRole = "leader" | "standby" | "only replica";
 export type ReplicaStats = { role: ReplicaRole; leadership?: LeadershipStats } & Partial<RelayStats>;
 
 export interface ReplicaElection extends LeaderElectionTiming {
-  store: LeaseStore;
+  store: LeaderLeaseStore;
   identity: string;
 }
 

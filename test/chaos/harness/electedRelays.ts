@@ -12,7 +12,7 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { silentLogger } from "../../../src/lib/log";
-import { KubeLeaseStore } from "../../../src/relay/leaseStore";
+import { KubeLeaderLeaseStore } from "../../../src/relay/leaderLeaseStore";
 import { RelayReplica } from "../../../src/relay/replica";
 import { CuttableProxy, proxiedKubeConfig } from "../../support/cuttableProxy";
 import { InProcessTransport } from "../../support/inProcessTransport";
@@ -86,7 +86,7 @@ export class ElectedRelays {
       },
       election: {
         ...CHAOS_ELECTION_TIMING,
-        store: new KubeLeaseStore(view, this.options.namespace, "dvm-relay"),
+        store: new KubeLeaderLeaseStore(view, this.options.namespace, "dvm-relay"),
         identity,
       },
       log: silentLogger,

@@ -92,7 +92,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   // On clusters other than the host: only the pod watch (RELAY_POD_CLUSTERS).
   "dvm-relay-pods": ["core/pods list", "core/pods watch"],
-  // A Role in dvm-system: src/relay/leaseStore.ts KubeLeaseStore (get and update only of the one Lease).
+  // A Role in dvm-system: src/relay/leaderLeaseStore.ts KubeLeaderLeaseStore (get and update only of the one Lease).
   "dvm-relay-leader-election": [
     "coordination.k8s.io/leases get", // LeaderElector: read the Lease every retry period
     "coordination.k8s.io/leases update", // renew, take over an expired Lease, release on stop

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { silentLogger } from "../../../src/lib/log";
 import { LeaderElectionConfigError, LeaderElector, leaderElectionTimingProblem } from "../../../src/relay/leaderElection";
-import { Link, MemoryLease } from "../../support/memoryLease";
+import { Link, MemoryLeaderLease } from "../../support/memoryLeaderLease";
 
 const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 };
 
@@ -16,7 +16,7 @@ class Timeline {
   private readonly leading = new Set<string>();
   maxLeaders = 0;
 
-  candidate(lease: MemoryLease, identity: string): { elector: LeaderElector; link: Link } {
+  candidate(lease: MemoryLeaderLease, identity: string): { elector: LeaderElector; link: Link } {
     const link = new Link(lease);
     const elector = new LeaderElector({
       ...TIMING,
@@ -54,7 +54,7 @@ describe("LeaderElector", () => {
     vi.useRealTimers();
   });
 
-  function start(timeline: Timeline, lease: MemoryLease, identity: string) {
+  function start(timeline: Timeline, lease: MemoryLeaderLease, identity: string) {
     const candidate = timeline.candidate(lease, identity);
     electors.push(candidate.elector);
     candidate.elector.start();
@@ -62,7 +62,7 @@ describe("LeaderElector", () => {
   }
 
   it("the first candidate creates the Lease and leads; the next one stands by, in contact, and renewals keep it there", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     const timeline = new Timeline();
     const a = start(timeline, lease, "a");
     await vi.advanceTimersByTimeAsync(10);
@@ -77,7 +77,7 @@ describe("LeaderElector", () => {
   });
 
   it("a leader cut off from the API server steps down before the standby may take over; never two leaders", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     const timeline = new Timeline();
     const a = start(timeline, lease, "a");
     await vi.advanceTimersByTimeAsync(10);
@@ -104,7 +104,7 @@ describe("LeaderElector", () => {
   });
 
   it("a leader that stops answering (killed, frozen) is replaced only after the lease duration without renewal", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     const timeline = new Timeline();
     const a = start(timeline, lease, "a");
     await vi.advanceTimersByTimeAsync(10);
@@ -121,7 +121,7 @@ describe("LeaderElector", () => {
   });
 
   it("a clean stop steps down, then releases the Lease: the standby takes over at its next attempt", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     const timeline = new Timeline();
     const a = start(timeline, lease, "a");
     await vi.advanceTimersByTimeAsync(10);
@@ -138,7 +138,7 @@ describe("LeaderElector", () => {
   });
 
   it("candidates racing for a missing Lease: exactly one wins", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     const timeline = new Timeline();
     for (const id of ["a", "b", "c", "d"]) start(timeline, lease, id);
     await vi.advanceTimersByTimeAsync(30_000);
@@ -147,7 +147,7 @@ describe("LeaderElector", () => {
   });
 
   it("a restarted replica with the same identity takes its own Lease back at once", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     lease.create({ holderIdentity: "a", leaseDurationSeconds: 4, leaseTransitions: 3, renewTime: new Date() });
     const timeline = new Timeline();
     start(timeline, lease, "a");
@@ -161,6 +161,6 @@ describe("LeaderElector", () => {
     expect(leaderElectionTimingProblem({ ...TIMING, renewDeadlineMs: 4_000 })?.field).toBe("renewDeadlineMs");
     expect(leaderElectionTimingProblem({ ...TIMING, retryPeriodMs: 2_500 })?.field).toBe("retryPeriodMs");
     expect(leaderElectionTimingProblem({ ...TIMING, leaseDurationMs: 4_500 })?.field).toBe("leaseDurationMs");
-    expect(() => new Timeline().candidate(new MemoryLease(), "")).toThrow(LeaderElectionConfigError);
+    expect(() => new Timeline().candidate(new MemoryLeaderLease(), "")).toThrow(LeaderElectionConfigError);
   });
 });

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { silentLogger } from "../../../src/lib/log";
 import { RelayReplica } from "../../../src/relay/replica";
 import { InProcessTransport } from "../../support/inProcessTransport";
-import { Link, MemoryLease } from "../../support/memoryLease";
+import { Link, MemoryLeaderLease } from "../../support/memoryLeaderLease";
 
 const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 2_500, retryPeriodMs: 500 };
 
@@ -21,7 +21,7 @@ describe("RelayReplica as a standby", () => {
   });
 
   it("is ready but not leading while another replica holds the Lease, and not ready once it cannot read it", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     lease.create({ holderIdentity: "relay-a", leaseDurationSeconds: 4, leaseTransitions: 0 });
     const link = new Link(lease);
     let forwards = 0;
@@ -63,7 +63,7 @@ describe("RelayReplica as a standby", () => {
   });
 
   it("tells its metrics when it starts and stops leading (the leader gauge and transitions, src/relay/metrics.ts)", async () => {
-    const lease = new MemoryLease();
+    const lease = new MemoryLeaderLease();
     const changes: boolean[] = [];
     // A cluster nobody answers at: the relay starts (its lists fail and retry), so the term lasts.
     const kubeConfig = new KubeConfig();

@@ -4,29 +4,29 @@
  * election.
  */
 import { KubeApiError } from "../../src/kube/errors";
-import type { LeaseRecord, LeaseStore, StoredLease } from "../../src/relay/leaseStore";
+import type { LeaderLeaseRecord, LeaderLeaseStore, StoredLeaderLease } from "../../src/relay/leaderLeaseStore";
 
 /** One Lease, shared by the candidates; writes move its resourceVersion. */
-export class MemoryLease {
-  lease: StoredLease | undefined;
+export class MemoryLeaderLease {
+  lease: StoredLeaderLease | undefined;
   private version = 0;
 
-  get(): StoredLease | undefined {
+  get(): StoredLeaderLease | undefined {
     return this.lease && structuredClone(this.lease);
   }
 
-  create(record: LeaseRecord): StoredLease {
+  create(record: LeaderLeaseRecord): StoredLeaderLease {
     if (this.lease) throw new KubeApiError("create Lease: already exists", 409, "AlreadyExists");
     return this.write(record);
   }
 
-  update(record: LeaseRecord, resourceVersion: string): StoredLease {
+  update(record: LeaderLeaseRecord, resourceVersion: string): StoredLeaderLease {
     if (!this.lease) throw new KubeApiError("update Lease: not found", 404, "NotFound");
     if (this.lease.resourceVersion !== resourceVersion) throw new KubeApiError("update Lease: conflict", 409, "Conflict");
     return this.write(record);
   }
 
-  private write(record: LeaseRecord): StoredLease {
+  private write(record: LeaderLeaseRecord): StoredLeaderLease {
     this.version += 1;
     this.lease = { record: structuredClone(record), resourceVersion: String(this.version) };
     return structuredClone(this.lease);
@@ -34,11 +34,11 @@ export class MemoryLease {
 }
 
 /** One candidate's path to the Lease: it can be cut (calls fail) or frozen (calls never answer). */
-export class Link implements LeaseStore {
+export class Link implements LeaderLeaseStore {
   readonly where = "ns/dvm-relay";
   state: "up" | "cut" | "frozen" = "up";
 
-  constructor(private readonly lease: MemoryLease) {}
+  constructor(private readonly lease: MemoryLeaderLease) {}
 
   private call<T>(operation: () => T): Promise<T> {
     if (this.state === "cut") return Promise.reject(new KubeApiError("connect ECONNREFUSED", undefined, undefined));
@@ -53,10 +53,10 @@ export class Link implements LeaseStore {
   get() {
     return this.call(() => this.lease.get());
   }
-  create(record: LeaseRecord) {
+  create(record: LeaderLeaseRecord) {
     return this.call(() => this.lease.create(record));
   }
-  update(record: LeaseRecord, resourceVersion: string) {
+  update(record: LeaderLeaseRecord, resourceVersion: string) {
     return this.call(() => this.lease.update(record, resourceVersion));
   }
 }

@@ -8,7 +8,7 @@ import { toKubeApiError } from "../kube/errors";
 import { definedFields } from "../lib/definedFields";
 
 /** What the election keeps in the Lease's spec. */
-export interface LeaseRecord {
+export interface LeaderLeaseRecord {
   /** Who leads; "" when the last leader released it on a clean stop. */
   holderIdentity: string;
   /** How long after the last renewal (as a candidate observes it) the lease counts as held. */
@@ -19,24 +19,24 @@ export interface LeaseRecord {
   leaseTransitions: number;
 }
 
-export interface StoredLease {
-  record: LeaseRecord;
+export interface StoredLeaderLease {
+  record: LeaderLeaseRecord;
   resourceVersion: string;
 }
 
 /** Reads and conditional writes of one Lease. Failures reject with a KubeApiError (src/kube/errors.ts). */
-export interface LeaseStore {
+export interface LeaderLeaseStore {
   /** Where the Lease is, "namespace/name", for logs and stats. */
   readonly where: string;
   /** The Lease, or undefined when it does not exist. */
-  get(): Promise<StoredLease | undefined>;
+  get(): Promise<StoredLeaderLease | undefined>;
   /** Creates it; rejects (isAlreadyExists) when another candidate was first. */
-  create(record: LeaseRecord): Promise<StoredLease>;
+  create(record: LeaderLeaseRecord): Promise<StoredLeaderLease>;
   /** Replaces it if it is still at `resourceVersion`; rejects (isConflict) when someone wrote in between. */
-  update(record: LeaseRecord, resourceVersion: string): Promise<StoredLease>;
+  update(record: LeaderLeaseRecord, resourceVersion: string): Promise<StoredLeaderLease>;
 }
 
-export class KubeLeaseStore implements LeaseStore {
+export class KubeLeaderLeaseStore implements LeaderLeaseStore {
   readonly where: string;
   private readonly api: CoordinationV1Api;
 
@@ -49,7 +49,7 @@ export class KubeLeaseStore implements LeaseStore {
     this.where = `${namespace}/${name}`;
   }
 
-  async get(): Promise<StoredLease | undefined> {
+  async get(): Promise<StoredLeaderLease | undefined> {
     try {
       return stored(await this.api.readNamespacedLease({ namespace: this.namespace, name: this.name }), this.where);
     } catch (error) {
@@ -59,7 +59,7 @@ export class KubeLeaseStore implements LeaseStore {
     }
   }
 
-  async create(record: LeaseRecord): Promise<StoredLease> {
+  async create(record: LeaderLeaseRecord): Promise<StoredLeaderLease> {
     try {
       return stored(await this.api.createNamespacedLease({ namespace: this.namespace, body: this.body(record) }), this.where);
     } catch (error) {
@@ -67,7 +67,7 @@ export class KubeLeaseStore implements LeaseStore {
     }
   }
 
-  async update(record: LeaseRecord, resourceVersion: string): Promise<StoredLease> {
+  async update(record: LeaderLeaseRecord, resourceVersion: string): Promise<StoredLeaderLease> {
     try {
       const body = this.body(record);
       body.metadata!.resourceVersion = resourceVersion;
@@ -77,7 +77,7 @@ export class KubeLeaseStore implements LeaseStore {
     }
   }
 
-  private body(record: LeaseRecord): V1Lease {
+  private body(record: LeaderLeaseRecord): V1Lease {
     return {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
@@ -95,7 +95,7 @@ export class KubeLeaseStore implements LeaseStore {
   }
 }
 
-function stored(lease: V1Lease, where: string): StoredLease {
+function stored(lease: V1Lease, where: string): StoredLeaderLease {
   const resourceVersion = lease.metadata?.resourceVersion;
   if (!resourceVersion) throw new Error(`Lease ${where} has no resourceVersion`);
   const spec = lease.spec ?? {};

@@ -4,7 +4,8 @@
  * it starts) and the tests. Every variable is checked here, once; a bad one is an error that names it.
  *
  * POLICY_SETTINGS is the one table of the policy's settings: each row's serverless.yml param (its key),
- * environment variable, parser, default, bound and meaning. The variable names (POLICY_ENV), the parser
+ * environment variable, parser, default and bound; what each setting decides is in POLICY_DOCS
+ * (infra/dev/docs/policyDocs.ts), out of the bundle. The variable names (POLICY_ENV), the parser
  * (POLICY_ENV_SHAPE), the environment of a given policy (policyEnv), the docs table (docs/operations.md,
  * "Migration policy settings") and serverless.yml's params and phase-function environment all come from
  * it: `npx tsx infra/dev/docs/policySettings.ts` writes the last two, and
@@ -27,8 +28,6 @@ interface PolicySetting<Env extends string, Schema extends z.ZodType> {
   default: string;
   /** The values it takes: form and range. */
   bound: string;
-  /** What it decides, for the docs table. */
-  doc: string;
   /**
    * serverless.yml's default for the param; blank (the built-in default) unless blank means "none"
    * there, as for a list with a default.
@@ -50,7 +49,6 @@ export const POLICY_SETTINGS = {
     schema: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
     default: listText(DEFAULT_ADMIN_NAMESPACES),
     bound: 'comma-separated namespace names or "prefix*"; set but empty: none',
-    doc: "namespaces whose DVMs may migrate across namespaces and run as root (docs/security.md)",
     paramDefault: DEFAULT_ADMIN_NAMESPACES.join(","),
     write: (p) => p.adminNamespaces.join(","),
   }),
@@ -59,7 +57,6 @@ export const POLICY_SETTINGS = {
     schema: listOf(imagePattern).default([]),
     default: "none",
     bound: 'comma-separated image references or "prefix*"',
-    doc: "images a DVM may name in `spec.transferImage` besides the default",
     write: (p) => p.transferImages.join(","),
   }),
   defaultTransferImage: setting({
@@ -67,7 +64,6 @@ export const POLICY_SETTINGS = {
     schema: pinnedImage(DEFAULT_MIGRATION_POLICY.defaultTransferImage),
     default: `\`${DEFAULT_MIGRATION_POLICY.defaultTransferImage}\``,
     bound: 'pinned: a tag other than "latest", or a digest',
-    doc: "the transfer pods' image when a DVM names none",
     write: (p) => p.defaultTransferImage,
   }),
   transferDelete: setting({
@@ -75,7 +71,6 @@ export const POLICY_SETTINGS = {
     schema: flag(transferDefaults.delete),
     default: onOff(transferDefaults.delete),
     bound: "`true` or `false`",
-    doc: "rsync `--delete` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.delete),
   }),
   transferPartial: setting({
@@ -83,7 +78,6 @@ export const POLICY_SETTINGS = {
     schema: flag(transferDefaults.partial),
     default: onOff(transferDefaults.partial),
     bound: "`true` or `false`",
-    doc: "rsync `--partial` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.partial),
   }),
   transferHardLinks: setting({
@@ -91,7 +85,6 @@ export const POLICY_SETTINGS = {
     schema: flag(transferDefaults.hardLinks),
     default: onOff(transferDefaults.hardLinks),
     bound: "`true` or `false`",
-    doc: "rsync `--hard-links` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.hardLinks),
   }),
   transferVerify: setting({
@@ -99,7 +92,6 @@ export const POLICY_SETTINGS = {
     schema: flag(transferDefaults.verify),
     default: onOff(transferDefaults.verify),
     bound: "`true` or `false`",
-    doc: "rsync `--checksum` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.verify),
   }),
   maxBandwidth: setting({
@@ -107,7 +99,6 @@ export const POLICY_SETTINGS = {
     schema: positiveInteger,
     default: "no limit",
     bound: "a positive integer (KiB/s)",
-    doc: "the highest `--bwlimit` a DVM may ask for, and the one it gets when it asks none",
     write: (p) => optionalText(p.transfer.maxBandwidthLimitKiBPerSecond),
   }),
   concurrentVolumes: setting({
@@ -115,7 +106,6 @@ export const POLICY_SETTINGS = {
     schema: positiveInteger,
     default: String(transferDefaults.concurrentVolumes),
     bound: "a positive integer, at most `DVM_TRANSFER_MAX_CONCURRENT_VOLUMES`",
-    doc: "PVCs moved at once when a DVM does not say",
     write: (p) => String(p.transfer.concurrentVolumes),
   }),
   maxConcurrentVolumes: setting({
@@ -123,7 +113,6 @@ export const POLICY_SETTINGS = {
     schema: positiveInteger,
     default: String(transferDefaults.maxConcurrentVolumes),
     bound: "a positive integer",
-    doc: "the most PVCs at once a DVM may ask for",
     write: (p) => String(p.transfer.maxConcurrentVolumes),
   }),
   maxVolumesPerServerPod: setting({
@@ -131,7 +120,6 @@ export const POLICY_SETTINGS = {
     schema: positiveInteger,
     default: String(transferDefaults.maxVolumesPerServerPod),
     bound: "a positive integer, below the destination nodes' volume attach limit",
-    doc: "target PVCs one rsync server pod mounts; a namespace with more gets several server pods",
     write: (p) => String(p.transfer.maxVolumesPerServerPod),
   }),
   extraOptions: setting({
@@ -139,7 +127,6 @@ export const POLICY_SETTINGS = {
     schema: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
     default: listText(transferDefaults.extraOptions),
     bound: 'comma-separated "--name" (a flag) or "--name=" (takes a value), none the controller reserves; set but empty: none',
-    doc: 'extra rsync long options a DVM may add (README.md, "Transfer options")',
     paramDefault: transferDefaults.extraOptions.join(","),
     write: (p) => p.transfer.extraOptions.join(","),
   }),
@@ -148,7 +135,6 @@ export const POLICY_SETTINGS = {
     schema: listOf(annotationEntry).default([...transferDefaults.podAnnotations]),
     default: "none",
     bound: 'comma-separated annotation keys or "prefix*"',
-    doc: "annotation keys a DVM may put on its transfer pods (an annotation can inject a sidecar or loosen confinement)",
     write: (p) => p.transfer.podAnnotations.join(","),
   }),
   maxCpu: setting({
@@ -156,7 +142,6 @@ export const POLICY_SETTINGS = {
     schema: quantity,
     default: "no maximum",
     bound: 'a quantity such as "2" or "500m"',
-    doc: "the most any CPU request or limit of a transfer pod's rsync may be",
     write: (p) => p.transfer.maxResources?.cpu,
   }),
   maxMemory: setting({
@@ -164,7 +149,6 @@ export const POLICY_SETTINGS = {
     schema: quantity,
     default: "no maximum",
     bound: 'a quantity such as "4Gi"',
-    doc: "the most any memory request or limit of a transfer pod's rsync may be",
     write: (p) => p.transfer.maxResources?.memory,
   }),
   tcpProxy: setting({
@@ -172,7 +156,6 @@ export const POLICY_SETTINGS = {
     schema: proxy,
     default: "none: the clients dial directly",
     bound: '"http://host:port" or "http://user:password@host:port"',
-    doc: "the HTTP CONNECT proxy the stunnel clients tunnel through (upstream's `STUNNEL_TCP_PROXY`); with a credential it goes into admin namespaces only, and no message repeats it",
     write: (p) => (p.transfer.tcpProxy ? proxyUrl(p.transfer.tcpProxy) : undefined),
   }),
   tenantTcpProxy: setting({
@@ -180,7 +163,6 @@ export const POLICY_SETTINGS = {
     schema: proxy,
     default: "`DVM_STUNNEL_TCP_PROXY` when it has no credential; with one, a tenant's DVM is refused before any pod",
     bound: "the same form",
-    doc: "the proxy of client Secrets outside the admin namespaces, which tenants can read (src/dvm/proxyPolicy.ts)",
     write: (p) => (p.transfer.tenantTcpProxy ? proxyUrl(p.transfer.tenantTcpProxy) : undefined),
   }),
 };

@@ -1,6 +1,6 @@
 /**
  * The migration policy's settings table (POLICY_SETTINGS, src/dvm/policyConfig.ts, with each setting's
- * meaning from POLICY_DOCS, policyDocs.ts) rendered into what is not code: the docs table in
+ * default, values and meaning as POLICY_DOCS, policyDocs.ts, states them) rendered into what is not code: the docs table in
  * docs/operations.md, and serverless.yml's params and the phase functions' environment, each between its
  * two marker lines. Run it after changing the table:
  *
@@ -35,7 +35,9 @@ export const BLOCKS: RenderedBlock[] = [
     render: () => [
       "| serverless.yml param | Environment | Default | Values | Meaning |",
       "|---|---|---|---|---|",
-      ...rows.map(([param, row]) => `| \`${param}\` | \`${row.env}\` | ${row.default} | ${row.bound} | ${POLICY_DOCS[param]} |`),
+      ...rows.map(
+        ([param, row]) => `| \`${param}\` | \`${row.env}\` | ${POLICY_DOCS[param].default} | ${POLICY_DOCS[param].values} | ${POLICY_DOCS[param].meaning} |`,
+      ),
     ],
   },
   {

@@ -4,11 +4,12 @@
  * it starts) and the tests. Every variable is checked here, once; a bad one is an error that names it.
  *
  * POLICY_SETTINGS is the one table of the policy's settings: each row's serverless.yml param (its key),
- * environment variable, parser, default, bound and meaning. The variable names (POLICY_ENV), the parser
- * (POLICY_ENV_SHAPE), the environment of a given policy (policyEnv), the docs table (docs/operations.md,
- * "Migration policy settings") and serverless.yml's params and phase-function environment all come from
- * it: `npx tsx infra/dev/docs/policySettings.ts` writes the last two, and
- * test/unit/dvm/policySettings.test.ts fails when they drift.
+ * environment variable and parser (with its default). How the docs table states each setting's default,
+ * values and meaning is in POLICY_DOCS (infra/dev/docs/policyDocs.ts), out of the bundle. The variable
+ * names (POLICY_ENV), the parser (POLICY_ENV_SHAPE), the environment of a given policy (policyEnv), the
+ * docs table (docs/operations.md, "Migration policy settings") and serverless.yml's params and
+ * phase-function environment all come from it: `npx tsx infra/dev/docs/policySettings.ts` writes the
+ * last two, and test/unit/dvm/policySettings.test.ts fails when they drift.
  */
 
 import { z } from "zod";
@@ -25,12 +26,6 @@ interface PolicySetting<Env extends string, Schema extends z.ZodType> {
   env: Env;
   /** Its text read into the value policyOf takes; an issue is reported under the variable's name. */
   schema: Schema;
-  /** The default, as the docs table says it (unset, or blank where blank is unset). */
-  default: string;
-  /** The values it takes: form and range. */
-  bound: string;
-  /** What it decides, for the docs table. */
-  doc: string;
   /**
    * serverless.yml's default for the param; blank (the built-in default) unless blank means "none"
    * there, as for a list with a default.
@@ -42,147 +37,94 @@ interface PolicySetting<Env extends string, Schema extends z.ZodType> {
 
 const setting = <const Env extends string, Schema extends z.ZodType>(row: PolicySetting<Env, Schema>) => row;
 const transferDefaults = DEFAULT_MIGRATION_POLICY.transfer;
-const onOff = (value: boolean) => (value ? "`true`" : "`false`");
-const listText = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(", ");
 
 /** The policy's settings, by serverless.yml param, in the order serverless.yml and the docs list them. */
 export const POLICY_SETTINGS = {
   adminNamespaces: setting({
     env: "DVM_ADMIN_NAMESPACES",
     schema: listOf(namespacePattern).default([...DEFAULT_ADMIN_NAMESPACES]),
-    default: listText(DEFAULT_ADMIN_NAMESPACES),
-    bound: 'comma-separated namespace names or "prefix*"; set but empty: none',
-    doc: "namespaces whose DVMs may migrate across namespaces and run as root (docs/security.md)",
     paramDefault: DEFAULT_ADMIN_NAMESPACES.join(","),
     write: (p) => p.adminNamespaces.join(","),
   }),
   transferImages: setting({
     env: "DVM_TRANSFER_IMAGES",
     schema: listOf(imagePattern).default([]),
-    default: "none",
-    bound: 'comma-separated image references or "prefix*"',
-    doc: "images a DVM may name in `spec.transferImage` besides the default",
     write: (p) => p.transferImages.join(","),
   }),
   defaultTransferImage: setting({
     env: "DVM_DEFAULT_TRANSFER_IMAGE",
     schema: pinnedImage(DEFAULT_MIGRATION_POLICY.defaultTransferImage),
-    default: `\`${DEFAULT_MIGRATION_POLICY.defaultTransferImage}\``,
-    bound: 'pinned: a tag other than "latest", or a digest',
-    doc: "the transfer pods' image when a DVM names none",
     write: (p) => p.defaultTransferImage,
   }),
   transferDelete: setting({
     env: "DVM_TRANSFER_DELETE",
     schema: flag(transferDefaults.delete),
-    default: onOff(transferDefaults.delete),
-    bound: "`true` or `false`",
-    doc: "rsync `--delete` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.delete),
   }),
   transferPartial: setting({
     env: "DVM_TRANSFER_PARTIAL",
     schema: flag(transferDefaults.partial),
-    default: onOff(transferDefaults.partial),
-    bound: "`true` or `false`",
-    doc: "rsync `--partial` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.partial),
   }),
   transferHardLinks: setting({
     env: "DVM_TRANSFER_HARD_LINKS",
     schema: flag(transferDefaults.hardLinks),
-    default: onOff(transferDefaults.hardLinks),
-    bound: "`true` or `false`",
-    doc: "rsync `--hard-links` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.hardLinks),
   }),
   transferVerify: setting({
     env: "DVM_TRANSFER_VERIFY",
     schema: flag(transferDefaults.verify),
-    default: onOff(transferDefaults.verify),
-    bound: "`true` or `false`",
-    doc: "rsync `--checksum` when a DVM's `spec.transfer` does not say",
     write: (p) => String(p.transfer.verify),
   }),
   maxBandwidth: setting({
     env: "DVM_TRANSFER_MAX_BANDWIDTH_KIB",
     schema: positiveInteger,
-    default: "no limit",
-    bound: "a positive integer (KiB/s)",
-    doc: "the highest `--bwlimit` a DVM may ask for, and the one it gets when it asks none",
     write: (p) => optionalText(p.transfer.maxBandwidthLimitKiBPerSecond),
   }),
   concurrentVolumes: setting({
     env: "DVM_TRANSFER_CONCURRENT_VOLUMES",
     schema: positiveInteger,
-    default: String(transferDefaults.concurrentVolumes),
-    bound: "a positive integer, at most `DVM_TRANSFER_MAX_CONCURRENT_VOLUMES`",
-    doc: "PVCs moved at once when a DVM does not say",
     write: (p) => String(p.transfer.concurrentVolumes),
   }),
   maxConcurrentVolumes: setting({
     env: "DVM_TRANSFER_MAX_CONCURRENT_VOLUMES",
     schema: positiveInteger,
-    default: String(transferDefaults.maxConcurrentVolumes),
-    bound: "a positive integer",
-    doc: "the most PVCs at once a DVM may ask for",
     write: (p) => String(p.transfer.maxConcurrentVolumes),
   }),
   maxVolumesPerServerPod: setting({
     env: "DVM_TRANSFER_MAX_VOLUMES_PER_SERVER_POD",
     schema: positiveInteger,
-    default: String(transferDefaults.maxVolumesPerServerPod),
-    bound: "a positive integer, below the destination nodes' volume attach limit",
-    doc: "target PVCs one rsync server pod mounts; a namespace with more gets several server pods",
     write: (p) => String(p.transfer.maxVolumesPerServerPod),
   }),
   extraOptions: setting({
     env: "DVM_RSYNC_EXTRA_OPTIONS",
     schema: listOf(extraOptionEntry).default([...transferDefaults.extraOptions]),
-    default: listText(transferDefaults.extraOptions),
-    bound: 'comma-separated "--name" (a flag) or "--name=" (takes a value), none the controller reserves; set but empty: none',
-    doc: 'extra rsync long options a DVM may add (README.md, "Transfer options")',
     paramDefault: transferDefaults.extraOptions.join(","),
     write: (p) => p.transfer.extraOptions.join(","),
   }),
   podAnnotations: setting({
     env: "DVM_TRANSFER_POD_ANNOTATIONS",
     schema: listOf(annotationEntry).default([...transferDefaults.podAnnotations]),
-    default: "none",
-    bound: 'comma-separated annotation keys or "prefix*"',
-    doc: "annotation keys a DVM may put on its transfer pods (an annotation can inject a sidecar or loosen confinement)",
     write: (p) => p.transfer.podAnnotations.join(","),
   }),
   maxCpu: setting({
     env: "DVM_TRANSFER_MAX_CPU",
     schema: quantity,
-    default: "no maximum",
-    bound: 'a quantity such as "2" or "500m"',
-    doc: "the most any CPU request or limit of a transfer pod's rsync may be",
     write: (p) => p.transfer.maxResources?.cpu,
   }),
   maxMemory: setting({
     env: "DVM_TRANSFER_MAX_MEMORY",
     schema: quantity,
-    default: "no maximum",
-    bound: 'a quantity such as "4Gi"',
-    doc: "the most any memory request or limit of a transfer pod's rsync may be",
     write: (p) => p.transfer.maxResources?.memory,
   }),
   tcpProxy: setting({
     env: "DVM_STUNNEL_TCP_PROXY",
     schema: proxy,
-    default: "none: the clients dial directly",
-    bound: '"http://host:port" or "http://user:password@host:port"',
-    doc: "the HTTP CONNECT proxy the stunnel clients tunnel through (upstream's `STUNNEL_TCP_PROXY`); with a credential it goes into admin namespaces only, and no message repeats it",
     write: (p) => (p.transfer.tcpProxy ? proxyUrl(p.transfer.tcpProxy) : undefined),
   }),
   tenantTcpProxy: setting({
     env: "DVM_STUNNEL_TCP_PROXY_TENANT",
     schema: proxy,
-    default: "`DVM_STUNNEL_TCP_PROXY` when it has no credential; with one, a tenant's DVM is refused before any pod",
-    bound: "the same form",
-    doc: "the proxy of client Secrets outside the admin namespaces, which tenants can read (src/dvm/proxyPolicy.ts)",
     write: (p) => (p.transfer.tenantTcpProxy ? proxyUrl(p.transfer.tenantTcpProxy) : undefined),
   }),
 };

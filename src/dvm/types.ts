@@ -49,29 +49,29 @@ const namespaceName = z
  */
 export const ClusterRefSchema = z.object({
   kubeconfigSecretRef: z.object({
-    name: dnsName.describe("Name of the Secret."),
-    namespace: namespaceName.optional().describe("Namespace of the Secret; defaults to the DVM's namespace."),
+    name: dnsName,
+    namespace: namespaceName.optional(),
     // A Secret's data key: at most 253 characters.
-    key: z.string().min(1).max(253).default("kubeconfig").describe("Key in the Secret's data that holds the kubeconfig."),
+    key: z.string().min(1).max(253).default("kubeconfig"),
   }),
 });
-/** How the CRD describes one side (`kubectl explain`). */
-const clusterRefDescription = (side: string) =>
-  `How to reach the ${side} cluster. Absent: the host cluster (where this DVM lives). Present: a Secret holding a kubeconfig.`;
 export type ClusterRef = z.infer<typeof ClusterRefSchema>;
 
 export const VolumeModeSchema = z.enum(["Filesystem", "Block"]);
 export const AccessModeSchema = z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]);
 
 export const PvcToMigrateSchema = z.object({
-  name: dnsName.describe("Name of the source PVC."),
-  namespace: namespaceName.describe("Namespace of the source PVC."),
-  targetName: dnsName.optional().describe("Name of the destination PVC; defaults to the source name."),
-  targetNamespace: namespaceName.optional().describe("Namespace of the destination PVC; defaults to the source namespace."),
-  targetStorageClass: z.string().min(1).max(253).describe("StorageClass of the destination PVC."),
-  targetAccessModes: z.array(AccessModeSchema).min(1).max(4).describe("Access modes of the destination PVC."),
+  name: dnsName,
+  namespace: namespaceName,
+  /** Defaults to the source's name. */
+  targetName: dnsName.optional(),
+  /** Defaults to the source's namespace. */
+  targetNamespace: namespaceName.optional(),
+  targetStorageClass: z.string().min(1).max(253),
+  targetAccessModes: z.array(AccessModeSchema).min(1).max(4),
   targetVolumeMode: VolumeModeSchema.optional(),
-  verify: z.boolean().optional().describe("Adds rsync --checksum."),
+  /** rsync --checksum for this PVC. */
+  verify: z.boolean().optional(),
 });
 
 export type PvcToMigrate = z.infer<typeof PvcToMigrateSchema>;
@@ -124,13 +124,13 @@ export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
  * source's name.
  */
 export const PvcSelectorSchema = z.object({
-  namespace: namespaceName.describe("Namespace of the source PVCs."),
-  labelSelector: LabelSelectorSchema.optional().describe("A Kubernetes label selector; absent or empty selects every PVC of the namespace."),
-  targetNamespace: namespaceName.optional().describe("Namespace of the destination PVCs; defaults to the source namespace."),
-  targetStorageClass: z.string().min(1).max(253).describe("StorageClass of every destination PVC."),
-  targetAccessModes: z.array(AccessModeSchema).min(1).max(4).describe("Access modes of every destination PVC."),
+  namespace: namespaceName,
+  labelSelector: LabelSelectorSchema.optional(),
+  targetNamespace: namespaceName.optional(),
+  targetStorageClass: z.string().min(1).max(253),
+  targetAccessModes: z.array(AccessModeSchema).min(1).max(4),
   targetVolumeMode: VolumeModeSchema.optional(),
-  verify: z.boolean().optional().describe("Adds rsync --checksum."),
+  verify: z.boolean().optional(),
 });
 export type PvcSelector = z.infer<typeof PvcSelectorSchema>;
 
@@ -153,29 +153,21 @@ export const RSYNC_LONG_OPTION_PATTERN = /^--[a-z0-9][a-z0-9-]*(=[\x21-\x7e]+)?$
 
 /** How the data moves: rsync's options and the transfer pods' share of the cluster. */
 export const TransferOptionsSchema = z.object({
-  bandwidthLimitKiBPerSecond: z
-    .number()
-    .int()
-    .min(1)
-    .max(2_147_483_647)
-    .optional()
-    .describe("rsync --bwlimit of each client pod, in KiB/s. Unset, the operator's limit if any."),
-  delete: z.boolean().optional().describe("rsync --delete (files gone from the source are removed at the destination)."),
-  partial: z.boolean().optional().describe("rsync --partial (a partly sent file is resumed by the next attempt)."),
-  hardLinks: z.boolean().optional().describe("rsync --hard-links."),
-  verify: z.boolean().optional().describe("rsync --checksum for every PVC whose own verify is unset."),
+  /** rsync --bwlimit per client pod; unset, the operator's limit if any. */
+  bandwidthLimitKiBPerSecond: z.number().int().min(1).max(2_147_483_647).optional(),
+  delete: z.boolean().optional(),
+  partial: z.boolean().optional(),
+  hardLinks: z.boolean().optional(),
+  /** For every PVC whose own verify is unset. */
+  verify: z.boolean().optional(),
+  /** Each on the operator's allow-list (checked by the policy, not here). */
   extraOptions: z
     .array(z.string().max(256).regex(RSYNC_LONG_OPTION_PATTERN, 'must be one rsync long option, "--name" or "--name=value", without blanks'))
     .max(32)
-    .optional()
-    .describe('Further rsync long options ("--name" or "--name=value"), each on the operator\'s allow-list.'),
-  maxConcurrentVolumes: z
-    .number()
-    .int()
-    .min(1)
-    .max(1000)
-    .optional()
-    .describe("How many PVCs are transferred at once (rsync client pods alive at the same time)."),
+    .optional(),
+  /** PVCs transferred at once (rsync client pods alive at the same time). */
+  maxConcurrentVolumes: z.number().int().min(1).max(1000).optional(),
+  /** Of the rsync containers (client and server pods); replace the defaults. */
   resources: z
     .object({ requests: ResourceListSchema.optional(), limits: ResourceListSchema.optional() })
     .superRefine((resources, ctx) => {
@@ -187,38 +179,27 @@ export const TransferOptionsSchema = z.object({
           ctx.addIssue({ code: "custom", path: ["requests", name], message: `must not exceed limits.${name} (${limit})` });
       }
     })
-    .optional()
-    .describe("Requests and limits of the rsync containers (client and server pods); replace the defaults."),
+    .optional(),
 });
 export type TransferOptions = z.infer<typeof TransferOptionsSchema>;
 
 export const DvmSpecSchema = z
   .object({
-    sourceCluster: ClusterRefSchema.optional().describe(clusterRefDescription("source")),
-    destinationCluster: ClusterRefSchema.optional().describe(clusterRefDescription("destination")),
+    /** Absent: the host cluster. */
+    sourceCluster: ClusterRefSchema.optional(),
+    destinationCluster: ClusterRefSchema.optional(),
     // At most MAX_PVCS_PER_DVM: what every record of a DVM is sized for (src/dvm/limits.ts).
-    persistentVolumeClaims: z
-      .array(PvcToMigrateSchema)
-      .min(1)
-      .max(MAX_PVCS_PER_DVM)
-      .optional()
-      .describe(
-        `The source PVCs to move, and what to create for each on the destination. At most ${MAX_PVCS_PER_DVM}: every record of a DVM (the object in etcd, its ledger items) is sized for that (docs/security.md).`,
-      ),
-    persistentVolumeClaimSelector: PvcSelectorSchema.optional().describe(
-      `Instead of persistentVolumeClaims: the PVCs of one namespace whose labels match (at most ${MAX_PVCS_PER_DVM}). Expanded once, by the first phase, into status.selectedPersistentVolumeClaims; a PVC created or relabelled later never joins a running migration. The target fields apply to every selected PVC (the target keeps the source's name). Outside an admin namespace, namespace and targetNamespace must be the DVM's own.`,
-    ),
-    backOffLimit: z.number().int().min(0).optional().describe(`Retry limit for rsync client pods; 0 or absent means the default (${DEFAULT_BACKOFF_LIMIT}).`),
+    persistentVolumeClaims: z.array(PvcToMigrateSchema).min(1).max(MAX_PVCS_PER_DVM).optional(),
+    persistentVolumeClaimSelector: PvcSelectorSchema.optional(),
+    /** Retry limit of the rsync client pods; 0 or absent: DEFAULT_BACKOFF_LIMIT. */
+    backOffLimit: z.number().int().min(0).optional(),
     migrationType: MigrationTypeSchema.optional(),
-    deleteProgressReportingCRs: z.boolean().optional().describe("Also delete the DirectVolumeMigrationProgress objects during cleanup."),
-    endpointType: EndpointTypeSchema.optional().describe("How the destination rsync server is exposed to the source cluster."),
-    transferImage: z.string().min(1).max(MAX_IMAGE_REFERENCE_LENGTH).optional().describe("Image of the rsync/stunnel transfer pods."),
-    runAsRoot: z
-      .boolean()
-      .optional()
-      .describe(
-        "Run rsync as UID 0 (with only the capabilities it needs) so file ownership is preserved. Default false: the transfer pods run unprivileged (files belong to the pod's user).",
-      ),
+    deleteProgressReportingCRs: z.boolean().optional(),
+    endpointType: EndpointTypeSchema.optional(),
+    transferImage: z.string().min(1).max(MAX_IMAGE_REFERENCE_LENGTH).optional(),
+    /** rsync as UID 0 (only the capabilities it needs) to keep file ownership; default false. */
+    runAsRoot: z.boolean().optional(),
+    /** The user and groups of the unprivileged transfer pods; unset, the platform decides. */
     transferIdentity: z
       .object({
         runAsUser: z.number().int().min(1).optional(),
@@ -226,10 +207,7 @@ export const DvmSpecSchema = z
         fsGroup: z.number().int().min(0).optional(),
         supplementalGroups: z.array(z.number().int().min(0)).max(32).optional(),
       })
-      .optional()
-      .describe(
-        "The user and groups the unprivileged transfer pods run as. Unset: the platform decides (OpenShift assigns one). On plain Kubernetes with an image whose default user is root, set runAsUser (ideally the application's UID, so its files are readable) or use runAsRoot.",
-      ),
+      .optional(),
     // Bounded here, and only keys on the operator's allow-list pass the policy (src/transfer/podAnnotations.ts).
     transferPodAnnotations: z
       .record(z.string(), z.string())
@@ -242,26 +220,15 @@ export const DvmSpecSchema = z
           if (value.length > maxValueLength) ctx.addIssue({ code: "custom", path: [key], message: `must be at most ${maxValueLength} characters` });
         }
       })
-      .optional()
-      .describe(
-        `Annotations added to the transfer pods (e.g. to keep a service mesh sidecar out of them). Only keys on the operator's allow-list (DVM_TRANSFER_POD_ANNOTATIONS) pass; at most ${TRANSFER_POD_ANNOTATION_BOUNDS.maxCount}.`,
-      ),
-    transfer: TransferOptionsSchema.optional().describe(
-      "How the data moves: rsync's options, how many PVCs at once, the transfer pods' resources. Only within the operator's transfer policy (docs/security.md); unset fields take its defaults.",
-    ),
-    rightSizeTargets: z
-      .object({ headroomPercent: z.number().int().min(0).max(1000) })
-      .optional()
-      .describe(
-        "Size each new destination PVC from its source's measured usage plus headroomPercent, instead of the source's capacity; the decision is recorded in status.targetSizes.",
-      ),
-    // The phases: src/phases/quiesce.ts.
-    quiesce: z
-      .boolean()
-      .optional()
-      .describe(
-        "CutOver: before the final sync, scale to zero the Deployments, StatefulSets and ReplicaSets whose pods mount a source PVC and suspend such CronJobs (each records what it had in an annotation); restored if the migration fails or is cancelled, left quiesced on success. Rollback: restore what the CutOver quiesced once the data is back. Default true for both; refused for a Stage.",
-      ),
+      .optional(),
+    transfer: TransferOptionsSchema.optional(),
+    /** Size each destination PVC from its source's measured usage plus headroom (status.targetSizes). */
+    rightSizeTargets: z.object({ headroomPercent: z.number().int().min(0).max(1000) }).optional(),
+    /**
+     * CutOver: stop the workloads that mount a source PVC before the final sync; Rollback: restore them.
+     * Default true for both; refused for a Stage. The phases: src/phases/quiesce.ts.
+     */
+    quiesce: z.boolean().optional(),
   })
   .superRefine((spec, ctx) => {
     // One way of naming the volumes: a list and a selector together would leave unclear which one moves.
@@ -396,40 +363,32 @@ export const PodProgressSchema = z.object({
 });
 export type PodProgress = z.infer<typeof PodProgressSchema>;
 
-export const DvmStatusSchema = z
-  .object({
-    phase: z.string().optional(),
-    itinerary: z.string().optional(),
-    phaseDescription: z.string().optional(),
-    // For the printer columns and the CLI.
-    step: z.string().optional().describe('Position in the itinerary, e.g. "3/18".'),
-    startTimestamp: z.string().optional(),
-    observedGeneration: z.number().int().optional(),
-    errors: z.array(z.string()).optional(),
-    conditions: z.array(ConditionSchema).optional(),
-    rsyncOperations: z.array(RsyncOperationSchema).optional(),
-    successfulPods: z.array(PodProgressSchema).optional(),
-    failedPods: z.array(PodProgressSchema).optional(),
-    runningPods: z.array(PodProgressSchema).optional(),
-    pendingPods: z.array(PodProgressSchema).optional(),
-    unknownPods: z.array(PodProgressSchema).optional(),
-    skippedVolumes: z.array(z.string()).optional(),
-    targetSizes: z.array(TargetSizeSchema).optional(),
-    // Fixed by the first phase (Started): the PVCs every later phase moves, whatever is created or relabelled afterwards.
-    selectedPersistentVolumeClaims: z
-      .array(PvcRefSchema)
-      .max(MAX_PVCS_PER_DVM)
-      .optional()
-      .describe("What spec.persistentVolumeClaimSelector selected, fixed by the first phase."),
-    quiescedApplications: z
-      .array(QuiescedApplicationSchema)
-      .max(MAX_QUIESCED_APPLICATIONS)
-      .optional()
-      .describe(`What spec.quiesce scaled down or suspended, with what each had (at most ${MAX_QUIESCED_APPLICATIONS}).`),
-    // Written by RunRsyncOperations.
-    progress: TransferFiguresSchema.optional().describe("All volumes together: bytes so far, total, percent, rate, time left."),
-  })
-  .describe("Written by the controller only (the status subresource); fields it does not declare are kept.");
+/** Written by the controller only (the status subresource). */
+export const DvmStatusSchema = z.object({
+  phase: z.string().optional(),
+  itinerary: z.string().optional(),
+  phaseDescription: z.string().optional(),
+  /** Position in the itinerary ("3/18"), for the printer columns and the CLI. */
+  step: z.string().optional(),
+  startTimestamp: z.string().optional(),
+  observedGeneration: z.number().int().optional(),
+  errors: z.array(z.string()).optional(),
+  conditions: z.array(ConditionSchema).optional(),
+  rsyncOperations: z.array(RsyncOperationSchema).optional(),
+  successfulPods: z.array(PodProgressSchema).optional(),
+  failedPods: z.array(PodProgressSchema).optional(),
+  runningPods: z.array(PodProgressSchema).optional(),
+  pendingPods: z.array(PodProgressSchema).optional(),
+  unknownPods: z.array(PodProgressSchema).optional(),
+  skippedVolumes: z.array(z.string()).optional(),
+  targetSizes: z.array(TargetSizeSchema).optional(),
+  // Fixed by the first phase (Started): the PVCs every later phase moves, whatever is created or relabelled afterwards.
+  selectedPersistentVolumeClaims: z.array(PvcRefSchema).max(MAX_PVCS_PER_DVM).optional(),
+  /** What spec.quiesce scaled down or suspended, with what each had. */
+  quiescedApplications: z.array(QuiescedApplicationSchema).max(MAX_QUIESCED_APPLICATIONS).optional(),
+  /** All volumes together; written by RunRsyncOperations. */
+  progress: TransferFiguresSchema.optional(),
+});
 export type DvmStatus = z.infer<typeof DvmStatusSchema>;
 
 export interface DvmMetadata {

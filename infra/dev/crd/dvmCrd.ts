@@ -2,7 +2,9 @@
  * The DirectVolumeMigration CRD, built from the parser's zod schemas (DvmSpecSchema, DvmStatusSchema in
  * src/dvm/types.ts) so the API server and the controller check the same fields, bounds and patterns.
  * What JSON Schema cannot say, or what the parser checks in a refinement, is added from KUBERNETES_ADDITIONS
- * below (the CEL rules among it). `npm run crd` writes the file; test/unit/crd/dvmCrd.test.ts fails on drift.
+ * below (the CEL rules among it); the field descriptions from FIELD_DESCRIPTIONS (descriptions.ts), kept
+ * out of the zod schemas because those ship in the Lambda bundles. `npm run crd` writes the file;
+ * test/unit/crd/dvmCrd.test.ts fails on drift.
  */
 import { fileURLToPath } from "node:url";
 import { Document } from "yaml";
@@ -10,6 +12,7 @@ import { z } from "zod";
 import { MAX_SELECTOR_LABELS } from "../../../src/dvm/limits";
 import { DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, DvmSpecSchema, DvmStatusSchema } from "../../../src/dvm/types";
 import { TRANSFER_POD_ANNOTATION_BOUNDS } from "../../../src/transfer/podAnnotations";
+import { FIELD_DESCRIPTIONS } from "./descriptions";
 
 export const DVM_CRD_PATH = fileURLToPath(new URL(`../../deploy/crds/${DVM_PLURAL}.yaml`, import.meta.url));
 
@@ -145,21 +148,22 @@ function structural(schema: Schema, path: string): Schema {
   return out;
 }
 
-/** The sub-schema at a KUBERNETES_ADDITIONS path; throws when the path names nothing (a field was renamed). */
-function at(root: Schema, path: string): Schema {
+/** The sub-schema at a `table`'s path; throws when the path names nothing (a field was renamed). */
+function at(root: Schema, path: string, table: string): Schema {
   let node: Schema | undefined = root;
   for (const step of path.match(/[^.[{]+|\[\]|\{\}/g) ?? []) {
     if (step === "[]") node = node?.items as Schema | undefined;
     else if (step === "{}") node = node?.additionalProperties as Schema | undefined;
     else node = (node?.properties as Record<string, Schema> | undefined)?.[step];
-    if (node === undefined) throw new Error(`KUBERNETES_ADDITIONS: ${path} is not in the generated schema`);
+    if (node === undefined) throw new Error(`${table}: ${path} is not in the generated schema`);
   }
   return node;
 }
 
-function withAdditions(root: Schema): Schema {
+function withAdditions(root: Schema, descriptions: Readonly<Record<string, string>>): Schema {
+  for (const [path, description] of Object.entries(descriptions)) at(root, path, "FIELD_DESCRIPTIONS").description = description;
   for (const [path, additions] of Object.entries(KUBERNETES_ADDITIONS)) {
-    const node = at(root, path);
+    const node = at(root, path, "KUBERNETES_ADDITIONS");
     for (const [keyword, value] of Object.entries(additions)) {
       if (node[keyword] !== undefined) throw new Error(`KUBERNETES_ADDITIONS: ${path} already has ${keyword} from the zod schema`);
       node[keyword] = value;
@@ -168,9 +172,22 @@ function withAdditions(root: Schema): Schema {
   return structural(root, "");
 }
 
-function fromZod(schema: z.ZodType): Schema {
+/**
+ * A zod schema's `.describe()` text would ship in every bundle that parses a DVM: the first path that has
+ * one is an error, so the texts stay in descriptions.ts.
+ */
+function refuseDescriptions(schema: Schema, path: string): void {
+  if (schema.description !== undefined)
+    throw new Error(`${path}: the zod schema has a .describe() text; put it in FIELD_DESCRIPTIONS (infra/dev/crd/descriptions.ts), out of the bundle`);
+  for (const [name, child] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) refuseDescriptions(child, `${path}.${name}`);
+  if (typeof schema.items === "object") refuseDescriptions(schema.items as Schema, `${path}[]`);
+  if (typeof schema.additionalProperties === "object") refuseDescriptions(schema.additionalProperties as Schema, `${path}{}`);
+}
+
+function fromZod(schema: z.ZodType, path: string): Schema {
   // "input": what a user writes (defaults are the API server's to apply); objects are not closed.
   const { $schema: _, ...json } = z.toJSONSchema(schema, { target: "openapi-3.0", io: "input", unrepresentable: "throw" }) as Schema;
+  refuseDescriptions(json, path);
   return json;
 }
 
@@ -189,19 +206,22 @@ const PRINTER_COLUMNS = [
   { name: "Deletion", type: "string", jsonPath: ".metadata.deletionTimestamp", priority: 2 },
 ];
 
-/** The CRD as an object. */
-export function dvmCrd(): Schema {
-  const openAPIV3Schema = withAdditions({
-    type: "object",
-    required: ["spec"],
-    properties: {
-      apiVersion: { type: "string" },
-      kind: { type: "string" },
-      metadata: { type: "object" },
-      spec: fromZod(DvmSpecSchema),
-      status: fromZod(DvmStatusSchema),
+/** The CRD as an object; `descriptions` replaced only by a test. */
+export function dvmCrd(descriptions: Readonly<Record<string, string>> = FIELD_DESCRIPTIONS): Schema {
+  const openAPIV3Schema = withAdditions(
+    {
+      type: "object",
+      required: ["spec"],
+      properties: {
+        apiVersion: { type: "string" },
+        kind: { type: "string" },
+        metadata: { type: "object" },
+        spec: fromZod(DvmSpecSchema, "spec"),
+        status: fromZod(DvmStatusSchema, "status"),
+      },
     },
-  });
+    descriptions,
+  );
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
@@ -228,7 +248,7 @@ export function dvmCrd(): Schema {
 
 const HEADER = `DirectVolumeMigration: what to move (PVCs) and between which clusters.
 GENERATED by \`npm run crd\` (infra/dev/crd/dvmCrd.ts) from DvmSpecSchema and DvmStatusSchema in
-src/dvm/types.ts: edit those (descriptions are their .describe() texts) and regenerate. The API server
+src/dvm/types.ts: edit those (descriptions: infra/dev/crd/descriptions.ts) and regenerate. The API server
 refuses what the controller would refuse, with the field's path; test/unit/crd/dvmCrd.test.ts fails when
 this file and the schemas drift.`;
 

@@ -1,7 +1,8 @@
 /**
- * The migration policy's settings table (POLICY_SETTINGS, src/dvm/policyConfig.ts) rendered into what is
- * not code: the docs table in docs/operations.md, and serverless.yml's params and the phase functions'
- * environment, each between its two marker lines. Run it after changing the table:
+ * The migration policy's settings table (POLICY_SETTINGS, src/dvm/policyConfig.ts, with each setting's
+ * default, values and meaning as POLICY_DOCS, policyDocs.ts, states them) rendered into what is not code: the docs table in
+ * docs/operations.md, and serverless.yml's params and the phase functions' environment, each between its
+ * two marker lines. Run it after changing the table:
  *
  *   npx tsx infra/dev/docs/policySettings.ts
  *
@@ -11,10 +12,12 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { POLICY_SETTINGS } from "../../../src/dvm/policyConfig";
+import { POLICY_DOCS } from "./policyDocs";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const SOURCE = "generated from POLICY_SETTINGS, src/dvm/policyConfig.ts: npx tsx infra/dev/docs/policySettings.ts";
-const rows = Object.entries(POLICY_SETTINGS);
+type PolicyParam = keyof typeof POLICY_SETTINGS;
+const rows = Object.entries(POLICY_SETTINGS) as [PolicyParam, (typeof POLICY_SETTINGS)[PolicyParam]][];
 
 /** A generated part of a file: the lines between `begin` and `end`. */
 export interface RenderedBlock {
@@ -32,7 +35,9 @@ export const BLOCKS: RenderedBlock[] = [
     render: () => [
       "| serverless.yml param | Environment | Default | Values | Meaning |",
       "|---|---|---|---|---|",
-      ...rows.map(([param, row]) => `| \`${param}\` | \`${row.env}\` | ${row.default} | ${row.bound} | ${row.doc} |`),
+      ...rows.map(
+        ([param, row]) => `| \`${param}\` | \`${row.env}\` | ${POLICY_DOCS[param].default} | ${POLICY_DOCS[param].values} | ${POLICY_DOCS[param].meaning} |`,
+      ),
     ],
   },
   {

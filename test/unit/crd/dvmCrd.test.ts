@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { FIELD_DESCRIPTIONS } from "../../../infra/dev/crd/descriptions";
 import { DVM_CRD_PATH, dvmCrd, dvmCrdYaml } from "../../../infra/dev/crd/dvmCrd";
 
 type Node = { [key: string]: unknown };
@@ -54,6 +55,16 @@ describe("the DirectVolumeMigration CRD", () => {
       `${SCHEMA}.status.properties.step.description: committed undefined, generated "Position in the itinerary, e.g. \\"3/18\\"."`,
       `${SCHEMA}.status.properties.step.type: committed undefined, generated "string"`,
     ]);
+  });
+
+  it("takes each description from FIELD_DESCRIPTIONS: one dropped there is a drift at its path, one for a missing field an error", () => {
+    const { "spec.transfer.delete": dropped, ...rest } = FIELD_DESCRIPTIONS;
+    expect(drift(parse(committedText), dvmCrd(rest))).toEqual([
+      `${SCHEMA}.spec.properties.transfer.properties.delete.description: committed ${JSON.stringify(dropped)}, generated undefined`,
+    ]);
+    expect(() => dvmCrd({ ...FIELD_DESCRIPTIONS, "spec.transfer.compress": "rsync --compress." })).toThrow(
+      "FIELD_DESCRIPTIONS: spec.transfer.compress is not in the generated schema",
+    );
   });
 
   it("is a structural schema: no reference, no combinator", () => {

@@ -55,7 +55,7 @@ describe("what ships", { timeout: 120_000 }, () => {
   it("takes in nothing of infra/dev, test or bench, and every file of src/ ships in Lambda, the relay image or the dvm command", async () => {
     const shipped = new Set<string>();
     for (const deployable of DEPLOYABLES) {
-      const inputs = (await inputsOf(deployable)).filter((input) => !input.startsWith("node_modules/"));
+      const inputs = (await inputsOf(deployable)).filter((input) => !input.split("/").includes("node_modules"));
       // package.json: the dvm command prints its version.
       expect(inputs.filter((input) => !/^(src|functions|infra\/deploy)\//.test(input) && input !== "package.json")).toEqual([]);
       for (const input of inputs) shipped.add(input);

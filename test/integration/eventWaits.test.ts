@@ -16,6 +16,7 @@ import { InProcessTransport } from "../../src/relay/transport";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, TEST_MIGRATION_POLICY } from "../support/migration";
+import { until } from "../support/poll";
 
 /** Far beyond the test's bound: a wait that ends on its poll fails the test. */
 const LONG_POLL_MS = 600_000;
@@ -106,15 +107,15 @@ describe("wait phases driven by the relay", () => {
       relay.start();
       try {
         const dvm = await createDvm(clusters.source, fixture.dvmNamespace, `on-event-${mode.toLowerCase()}`, fixture.spec);
-        const deadline = Date.now() + BOUND_MS;
-        let phase: string | undefined;
-        while (Date.now() < deadline) {
-          phase = (await readDvm(clusters.source, fixture.dvmNamespace, dvm.metadata.name)).status?.phase;
-          if (phase === "Completed" || phase === "Failed") break;
-          await sleep(200);
-        }
         // On failure: where it stopped, and how often each wait said "not yet" before it.
-        expect(phase, `waits that said "not yet": ${JSON.stringify(Object.fromEntries(waits))}`).toBe("Completed");
+        const notYets = () => `waits that said "not yet": ${JSON.stringify(Object.fromEntries(waits))}`;
+        const phase = await until(
+          "the DVM to finish",
+          async () => (await readDvm(clusters.source, fixture.dvmNamespace, dvm.metadata.name)).status?.phase,
+          (phase) => phase === "Completed" || phase === "Failed",
+          { timeoutMs: BOUND_MS, intervalMs: 200, context: notYets },
+        );
+        expect(phase, notYets()).toBe("Completed");
         // kwok finishes a client pod about 1 s after it runs: RunRsyncOperations said "not yet" at least
         // once, so an event, not a poll, moved it on.
         expect(waits.get("RunRsyncOperations") ?? 0).toBeGreaterThan(0);

@@ -10,12 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import { KWOK_NODE_ANNOTATION } from "../../src/local/kwok";
-import { waitFor } from "../../src/local/wait";
 import { PHASE_BODIES } from "../../src/phases";
 import { CLIENT_ROLE } from "../../src/phases/rsyncOperations";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const run = Date.now().toString(36);
@@ -32,13 +32,13 @@ async function kwokNode(name: string): Promise<void> {
     status: { allocatable: capacity, capacity },
   };
   await core.createNode({ body: node });
-  await waitFor(
+  await found(
     `kwok to mark node ${name} Ready`,
     async () => {
       const read = await core.readNode({ name });
       return read.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
     },
-    30_000,
+    { timeoutMs: 30_000, intervalMs: 100, retryErrors: true },
   );
 }
 
@@ -104,7 +104,11 @@ describe("the rsync client of a source volume", () => {
         },
       },
     });
-    await waitFor("the app pod Running", async () => (await core.readNamespacedPod({ namespace: shop, name: "app" })).status?.phase === "Running", 30_000);
+    await found("the app pod Running", async () => (await core.readNamespacedPod({ namespace: shop, name: "app" })).status?.phase === "Running", {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      retryErrors: true,
+    });
 
     const affinity = await migrateAndRecordClientAffinity(`in-use-${run}`);
 

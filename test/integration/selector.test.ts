@@ -8,13 +8,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import type { RunResult } from "../../src/contracts/request";
 import { findCondition } from "../../src/dvm/conditions";
-import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../src/dvm/itinerary";
 import { KubeDvmStore } from "../../src/kube/dvmStore";
-import { PHASE_BODIES } from "../../src/phases";
-import type { PhaseBody } from "../../src/phases/types";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import {
+  countedBodies,
+  createDvm,
+  createMigrationFixture,
+  driveToCompletion,
+  type MigrationFixture,
+  readDvm,
+  requestFor,
+  TEST_MIGRATION_POLICY,
+} from "../support/migration";
 
 const clusters = testClusters();
 const run = Date.now().toString(36);
@@ -60,13 +66,7 @@ describe("a selector DVM over 5 labelled PVCs", () => {
       },
     });
 
-    const entered = new Map<string, number>();
-    const bodies = Object.fromEntries(
-      EXECUTABLE_PHASES.map((phase) => [
-        phase,
-        (ctx: Parameters<PhaseBody>[0]) => (entered.set(phase, (entered.get(phase) ?? 0) + 1), PHASE_BODIES[phase](ctx)),
-      ]),
-    ) as unknown as Record<ExecutablePhaseName, PhaseBody>;
+    const { bodies, entered } = countedBodies();
     const runner = createPhaseRunner({
       hostKubeConfig: clusters.source,
       ledgerTableName: table.tableName,

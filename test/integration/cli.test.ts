@@ -12,13 +12,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoPhaseLedger, MAX_CLAIM_RECORDS } from "../../src/aws/ledger";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import type { LedgerEntry } from "../../src/ledger";
 import { buildTimingReport, checkWellFormedXml, countElementsWithClass, type TimingReport } from "../../src/report";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, testPhaseRunner } from "../support/migration";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -67,13 +66,7 @@ function startDvm(args: string[], options: { tty?: boolean; env?: NodeJS.Process
 const dvm = (...args: string[]) => startDvm(args).done;
 
 function runner() {
-  return createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    leaseMs: 30_000,
-    policy: TEST_MIGRATION_POLICY,
-  });
+  return testPhaseRunner(clusters, table);
 }
 
 /** The fixture's first PVC as --pvc flags. */

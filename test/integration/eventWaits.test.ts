@@ -6,7 +6,6 @@
  * client pod Succeeded, transfer pod gone) when they happen. No timing is asserted beyond that bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../src/dvm/itinerary";
 import { jsonLogger, silentLogger } from "../../src/lib/log";
 import { PHASE_BODIES } from "../../src/phases";
@@ -15,7 +14,7 @@ import { Relay } from "../../src/relay/relay";
 import { InProcessTransport } from "../../src/relay/transport";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, TEST_MIGRATION_POLICY } from "../support/migration";
+import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, testPhaseRunner } from "../support/migration";
 import { until } from "../support/poll";
 
 /** Far beyond the test's bound: a wait that ends on its poll fails the test. */
@@ -76,14 +75,7 @@ describe("wait phases driven by the relay", () => {
   for (const mode of ["RequestResponse", "Event"] as const) {
     it(`end on the pod change they wait for, with the poll ten minutes away (${mode})`, { timeout: BOUND_MS + 60_000 }, async () => {
       const waits = new Map<string, number>();
-      const runner = createPhaseRunner({
-        hostKubeConfig: clusters.source,
-        ledgerTableName: table.tableName,
-        dynamo: table.client,
-        bodies: longPollBodies(waits, mode === "Event" ? SLOW_NOT_YET_MS : 0),
-        leaseMs: 30_000,
-        policy: TEST_MIGRATION_POLICY,
-      });
+      const runner = testPhaseRunner(clusters, table, { bodies: longPollBodies(waits, mode === "Event" ? SLOW_NOT_YET_MS : 0) });
       const inFlight = new Set<Promise<unknown>>();
       const transport =
         mode === "RequestResponse"

@@ -7,7 +7,6 @@
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import { findCondition } from "../../src/dvm/conditions";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
@@ -28,7 +27,7 @@ import {
   type MigrationFixture,
   readDvm,
   requestFor,
-  TEST_MIGRATION_POLICY,
+  testPhaseRunner,
 } from "../support/migration";
 
 const clusters = testClusters();
@@ -37,15 +36,7 @@ let fixture: MigrationFixture;
 let table: FreshTable;
 
 function runnerWith(bodies: CountedBodies["bodies"], extra: { credentialGraceMs?: number } = {}) {
-  return createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    bodies,
-    leaseMs: 30_000,
-    policy: TEST_MIGRATION_POLICY,
-    ...extra,
-  });
+  return testPhaseRunner(clusters, table, { bodies, ...extra });
 }
 
 beforeAll(async () => {

@@ -7,14 +7,13 @@
 
 import { CoreV1Api, type V1Node } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import { KWOK_NODE_ANNOTATION } from "../../src/local/kwok";
 import { PHASE_BODIES } from "../../src/phases";
 import { CLIENT_ROLE } from "../../src/phases/rsyncOperations";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, testPhaseRunner } from "../support/migration";
 import { found } from "../support/poll";
 
 const clusters = testClusters();
@@ -56,12 +55,7 @@ afterAll(async () => {
 /** Drives the fixture's migration; returns each client pod's spec.affinity by the PVC it mounts. */
 async function migrateAndRecordClientAffinity(name: string): Promise<Record<string, unknown>> {
   const affinityByClaim: Record<string, unknown> = {};
-  const runner = createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    leaseMs: 30_000,
-    policy: TEST_MIGRATION_POLICY,
+  const runner = testPhaseRunner(clusters, table, {
     bodies: {
       ...PHASE_BODIES,
       // The client pods are gone after cleanup: look at them right after the phase that makes them.

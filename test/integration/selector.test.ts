@@ -5,7 +5,6 @@
  */
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import type { RunResult } from "../../src/contracts/request";
 import { findCondition } from "../../src/dvm/conditions";
 import { KubeDvmStore } from "../../src/kube/dvmStore";
@@ -19,7 +18,7 @@ import {
   type MigrationFixture,
   readDvm,
   requestFor,
-  TEST_MIGRATION_POLICY,
+  testPhaseRunner,
 } from "../support/migration";
 
 const clusters = testClusters();
@@ -67,14 +66,7 @@ describe("a selector DVM over 5 labelled PVCs", () => {
     });
 
     const { bodies, entered } = countedBodies();
-    const runner = createPhaseRunner({
-      hostKubeConfig: clusters.source,
-      ledgerTableName: table.tableName,
-      dynamo: table.client,
-      bodies,
-      leaseMs: 30_000,
-      policy: TEST_MIGRATION_POLICY,
-    });
+    const runner = testPhaseRunner(clusters, table, { bodies });
 
     const selectedFirst = five.map((name) => ({ namespace, name }));
     let repeat: RunResult | undefined;
@@ -131,13 +123,7 @@ describe("a selector DVM over 5 labelled PVCs", () => {
     const dvm = await createDvm(clusters.source, tenant, "reach-out", {
       persistentVolumeClaimSelector: { namespace: fixture.namespaces.shop, targetStorageClass: fixture.storageClass, targetAccessModes: ["ReadWriteOnce"] },
     });
-    const runner = createPhaseRunner({
-      hostKubeConfig: clusters.source,
-      ledgerTableName: table.tableName,
-      dynamo: table.client,
-      leaseMs: 30_000,
-      policy: TEST_MIGRATION_POLICY,
-    });
+    const runner = testPhaseRunner(clusters, table);
     await driveToCompletion(runner, requestFor(dvm));
     const done = await readDvm(clusters.source, tenant, "reach-out");
     expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationFailed" });

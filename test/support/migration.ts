@@ -6,6 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
+import { createPhaseRunner, type PhaseRunnerConfig } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import type { ReconcileRequest, RunResult } from "../../src/contracts/request";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../src/dvm/itinerary";
@@ -19,6 +20,7 @@ import { transferSelector } from "../../src/phases/names";
 import type { PhaseBody } from "../../src/phases/types";
 import type { PhaseRunner } from "../../src/runner/runner";
 import type { TestClusters } from "./clusters";
+import type { FreshTable } from "./dynamo";
 
 /**
  * The harness's operator policy: the fixture's DVMs live in `dvm-<run>` and move PVCs across namespaces,
@@ -118,6 +120,21 @@ export async function readDvm(kc: KubeConfig, namespace: string, name: string): 
 export function requestFor(dvm: DirectVolumeMigration): ReconcileRequest {
   const { uid, namespace, name, generation, resourceVersion } = dvm.metadata;
   return { uid, namespace, name, generation, resourceVersion };
+}
+
+/**
+ * The real runner on the test clusters (the source hosts the DVMs) and `table`, with the tests' operator
+ * policy and a 30 s lease; `config` adds to it or overrides it.
+ */
+export function testPhaseRunner(clusters: TestClusters, table: FreshTable, config: Partial<PhaseRunnerConfig> = {}): PhaseRunner {
+  return createPhaseRunner({
+    hostKubeConfig: clusters.source,
+    ledgerTableName: table.tableName,
+    dynamo: table.client,
+    leaseMs: 30_000,
+    policy: TEST_MIGRATION_POLICY,
+    ...config,
+  });
 }
 
 export interface CountedBodies {

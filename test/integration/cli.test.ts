@@ -13,13 +13,12 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { MAX_CLAIM_RECORDS } from "../../src/aws/ledger/dynamoLedger";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import type { LedgerEntry } from "../../src/ledger";
 import { buildTimingReport, type TimingReport } from "../../src/report";
 import { testClusters } from "../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, testPhaseRunner } from "../support/migration";
 import { checkWellFormedXml, countElementsWithClass } from "../support/wellFormedXml";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -69,13 +68,7 @@ function startDvm(args: string[], options: { tty?: boolean; env?: NodeJS.Process
 const dvm = (...args: string[]) => startDvm(args).done;
 
 function runner() {
-  return createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    leaseMs: 30_000,
-    policy: TEST_MIGRATION_POLICY,
-  });
+  return testPhaseRunner(clusters, table);
 }
 
 /** The fixture's first PVC as --pvc flags. */

@@ -20,6 +20,7 @@ import { type ControlPlane, DEFAULT_CRD_DIR, defaultBinDir, startControlPlane } 
 import { readCrds } from "../../infra/dev/local/crds";
 import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION, parseDvmSpec } from "../../src/dvm/types";
 import { testClusters } from "../support/clusters";
+import { until } from "../support/poll";
 import { inCi } from "../support/requirements";
 
 const { source, destination, info } = testClusters();
@@ -308,17 +309,18 @@ describe("pods on the kwok node", () => {
     expect((await core().readNamespacedPod({ name: "server", namespace: ns })).status?.phase).toBe("Running");
 
     await core().deleteNamespacedPod({ name: "server", namespace: ns });
-    const deadline = Date.now() + 20_000;
-    let gone = false;
-    while (!gone && Date.now() < deadline) {
-      gone = await core()
-        .readNamespacedPod({ name: "server", namespace: ns })
-        .then(
-          () => false,
-          (err: unknown) => (err as { code?: number }).code === 404,
-        );
-      if (!gone) await new Promise((r) => setTimeout(r, 200));
-    }
+    const gone = await until(
+      "the deleted pod to be gone",
+      () =>
+        core()
+          .readNamespacedPod({ name: "server", namespace: ns })
+          .then(
+            () => false,
+            (err: unknown) => (err as { code?: number }).code === 404,
+          ),
+      (yes) => yes,
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
     expect(gone).toBe(true);
   });
 });

@@ -14,21 +14,15 @@ import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
 import { testDynamoClient } from "../support/dynamo";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
+import { until } from "../support/poll";
 
 const clusters = testClusters();
 const run = `e2e${Date.now().toString(36)}`;
 let fixture: MigrationFixture;
 let controller: LocalController;
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 150_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
+/** How long a wait of this file may take, polled every 500 ms. */
+const WAIT = { timeoutMs: 150_000 };
 
 beforeAll(async () => {
   fixture = await createMigrationFixture(clusters, run);
@@ -46,6 +40,7 @@ describe("the controller on the real stack", () => {
       "the DVM to complete",
       () => readDvm(clusters.source, fixture.dvmNamespace, "e2e-move"),
       (dvm) => dvm.status.phase === "Completed",
+      WAIT,
     );
     expect(done.status.itinerary).toBe("VolumeMigration");
     expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
@@ -64,6 +59,7 @@ describe("the controller on the real stack", () => {
       "the completed DVM to leave /metrics",
       async () => (await fetch(controller.healthUrl.replace(/\/readyz$/, "/metrics"))).text(),
       (text) => !text.includes(created.metadata.uid),
+      WAIT,
     );
     const forwards = [...exposition.matchAll(/^dvm_relay_forwards_total\{result="([a-z]+)"\} (\d+)$/gm)].map((m) => ({ result: m[1], count: Number(m[2]) }));
     expect(forwards.find((f) => f.result === "advanced")?.count).toBeGreaterThan(0);

@@ -5,8 +5,8 @@
  * past those waits within the test's bound if the relay forwards the pod changes (server pod Running,
  * client pod Succeeded, transfer pod gone) when they happen. No timing is asserted beyond that bound.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, type PhaseName } from "../../src/dvm/itinerary";
 import { jsonLogger, silentLogger } from "../../src/lib/log";
 import { PHASE_BODIES } from "../../src/phases";
@@ -15,7 +15,8 @@ import { Relay } from "../../src/relay/relay";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { InProcessTransport } from "../support/inProcessTransport";
-import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, TEST_MIGRATION_POLICY } from "../support/migration";
+import { createDvm, createMigrationFixture, type MigrationFixture, readDvm, testPhaseRunner } from "../support/migration";
+import { until } from "../support/poll";
 
 /** Far beyond the test's bound: a wait that ends on its poll fails the test. */
 const LONG_POLL_MS = 600_000;
@@ -75,14 +76,7 @@ describe("wait phases driven by the relay", () => {
   for (const mode of ["RequestResponse", "Event"] as const) {
     it(`end on the pod change they wait for, with the poll ten minutes away (${mode})`, { timeout: BOUND_MS + 60_000 }, async () => {
       const waits = new Map<string, number>();
-      const runner = createPhaseRunner({
-        hostKubeConfig: clusters.source,
-        ledgerTableName: table.tableName,
-        dynamo: table.client,
-        bodies: longPollBodies(waits, mode === "Event" ? SLOW_NOT_YET_MS : 0),
-        leaseMs: 30_000,
-        policy: TEST_MIGRATION_POLICY,
-      });
+      const runner = testPhaseRunner(clusters, table, { bodies: longPollBodies(waits, mode === "Event" ? SLOW_NOT_YET_MS : 0) });
       const inFlight = new Set<Promise<unknown>>();
       const transport =
         mode === "RequestResponse"
@@ -106,15 +100,15 @@ describe("wait phases driven by the relay", () => {
       relay.start();
       try {
         const dvm = await createDvm(clusters.source, fixture.dvmNamespace, `on-event-${mode.toLowerCase()}`, fixture.spec);
-        const deadline = Date.now() + BOUND_MS;
-        let phase: string | undefined;
-        while (Date.now() < deadline) {
-          phase = (await readDvm(clusters.source, fixture.dvmNamespace, dvm.metadata.name)).status?.phase;
-          if (phase === "Completed" || phase === "Failed") break;
-          await sleep(200);
-        }
         // On failure: where it stopped, and how often each wait said "not yet" before it.
-        expect(phase, `waits that said "not yet": ${JSON.stringify(Object.fromEntries(waits))}`).toBe("Completed");
+        const notYets = () => `waits that said "not yet": ${JSON.stringify(Object.fromEntries(waits))}`;
+        const phase = await until(
+          "the DVM to finish",
+          async () => (await readDvm(clusters.source, fixture.dvmNamespace, dvm.metadata.name)).status?.phase,
+          (phase) => phase === "Completed" || phase === "Failed",
+          { timeoutMs: BOUND_MS, intervalMs: 200, context: notYets },
+        );
+        expect(phase, notYets()).toBe("Completed");
         // kwok finishes a client pod about 1 s after it runs: RunRsyncOperations said "not yet" at least
         // once, so an event, not a poll, moved it on.
         expect(waits.get("RunRsyncOperations") ?? 0).toBeGreaterThan(0);

@@ -17,6 +17,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../support/poll";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const MARK = `DVM_FRESH_CLONE_MARK=${randomUUID()}`;
@@ -79,15 +80,17 @@ function runLine(line: string, cwd: string): Command {
   return { child, output: () => output.replace(/\x1b\[[0-9;]*m/g, ""), exited };
 }
 
-async function until(what: string, check: () => boolean, command: Command, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let done = false;
-  void command.exited.then(() => (done = true));
-  while (!check()) {
-    if (done) throw new Error(`exited before ${what}:\n${command.output().slice(-4000)}`);
-    if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs / 1000} s:\n${command.output().slice(-4000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+/** Waits until `command` has printed `text`; fails at once if it exits first. */
+async function untilPrinted(what: string, command: Command, text: string, timeoutMs: number): Promise<void> {
+  let exited = false;
+  void command.exited.then(() => (exited = true));
+  const tail = () => command.output().slice(-4000);
+  const printed = () => {
+    if (command.output().includes(text)) return true;
+    if (exited) throw new Error(`exited before ${what}:\n${tail()}`);
+    return false;
+  };
+  await until(what, printed, (yes) => yes, { timeoutMs, show: () => "not printed yet", context: tail });
 }
 
 /** The commands of the README's ```sh blocks under `heading`. */
@@ -129,8 +132,8 @@ describe("a fresh clone", () => {
     async () => {
       const start = runLine(startCommands[0]!, clone);
       leftovers.push(start);
-      await until('"dvm controller ready"', () => start.output().includes("dvm controller ready"), start, 15 * MINUTES);
-      await until("the end of the banner", () => start.output().includes("Ctrl-C stops everything."), start, MINUTES);
+      await untilPrinted('"dvm controller ready"', start, "dvm controller ready", 15 * MINUTES);
+      await untilPrinted("the end of the banner", start, "Ctrl-C stops everything.", MINUTES);
       const banner = start.output();
       expect(banner).toMatch(/\[setup\] npm dependencies: ok/);
       expect(banner).toMatch(/KUBECONFIG=\S+source\.kubeconfig/);
@@ -191,7 +194,7 @@ describe(".ci/run", () => {
     async () => {
       const external = runLine("bash .ci/external-endpoints.sh --passWithNoTests test/integration/no-such-file", clone);
       leftovers.push(external);
-      await until("the services", () => external.output().includes("running the integration suite against"), external, 5 * MINUTES);
+      await untilPrinted("the services", external, "running the integration suite against", 5 * MINUTES);
       const { code } = await external.exited;
       expect(code, external.output().slice(-4000)).toBe(0);
       const left = markedProcesses();

@@ -39,6 +39,7 @@ import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable, testAwsAccess } from "../support/dynamo";
 import { createDvm, createMigrationFixture, readDvm, TEST_MIGRATION_POLICY } from "../support/migration";
 import { packageService } from "../support/osls";
+import { until } from "../support/poll";
 import { missing } from "../support/requirements";
 
 const run = promisify(execFile);
@@ -166,6 +167,7 @@ describe.skipIf(
         "the DVM to complete",
         () => readDvm(clusters.source, fixture.dvmNamespace, "rie-move"),
         (dvm) => dvm.status.phase === "Completed",
+        { timeoutMs: 240_000 },
       );
       expect(findCondition(done.status.conditions, "Succeeded")?.status).toBe("True");
       expect(done.status.rsyncOperations?.every((op) => op.succeeded)).toBe(true);
@@ -381,14 +383,4 @@ function httpApiEvent(headers: Record<string, string>, body: string, region: str
     body,
     isBase64Encoded: false,
   };
-}
-
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 240_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
 }

@@ -11,16 +11,15 @@ import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import { MAX_OUTCOME_BYTES } from "../../src/aws/ledger/codec";
 import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { findCondition } from "../../src/dvm/conditions";
-import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";
+import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import { MAX_PVCS_PER_DVM } from "../../src/dvm/limits";
-import { PHASE_BODIES } from "../../src/phases";
 import { serverGroupNames } from "../../src/phases/names";
-import type { PhaseBody } from "../../src/phases/types";
 import { executionsOf } from "../../src/report/executions";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import {
   CreationCounter,
+  countedBodies,
   createDvm,
   createMigrationFixture,
   driveToCompletion,
@@ -81,13 +80,7 @@ describe(`a DVM of ${MAX_PVCS_PER_DVM} PVCs, the most the controller supports`, 
     const { uid } = dvm.metadata;
     const onDestination = await CreationCounter.start(clusters.destination, uid, ["/api/v1/pods", "/api/v1/services", "/api/v1/secrets"]);
     const onSource = await CreationCounter.start(clusters.source, uid, ["/api/v1/pods"]);
-    const entered = new Map<string, number>();
-    const bodies = Object.fromEntries(
-      EXECUTABLE_PHASES.map((phase) => [
-        phase,
-        (ctx: Parameters<PhaseBody>[0]) => (entered.set(phase, (entered.get(phase) ?? 0) + 1), PHASE_BODIES[phase](ctx)),
-      ]),
-    ) as unknown as Record<ExecutablePhaseName, PhaseBody>;
+    const { bodies, entered } = countedBodies();
     const runner = createPhaseRunner({
       hostKubeConfig: clusters.source,
       ledgerTableName: table.tableName,

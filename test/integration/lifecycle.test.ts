@@ -16,21 +16,15 @@ import { testClusters } from "../support/clusters";
 import { startTestController } from "../support/controller";
 import { testDynamoClient } from "../support/dynamo";
 import { createDvm, createMigrationFixture, type MigrationFixture, readDvm } from "../support/migration";
+import { until } from "../support/poll";
 
 const clusters = testClusters();
 const run = `lc${Date.now().toString(36)}`;
 let fixture: MigrationFixture;
 let controller: LocalController;
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
+/** How long a wait of this file may take, polled every 500 ms. */
+const WAIT = { timeoutMs: 120_000 };
 
 /** Transfer objects of this DVM on one cluster, in every namespace (a terminating pod counts as gone). */
 async function transferObjects(kc: KubeConfig, uid: string): Promise<string[]> {
@@ -92,6 +86,7 @@ describe("a DVM's lifecycle through the API server", () => {
           (error: { code?: number }) => (error.code === 404 ? "gone" : Promise.reject(error)),
         ),
       (state) => state === "gone",
+      WAIT,
     );
   });
 
@@ -104,6 +99,7 @@ describe("a DVM's lifecycle through the API server", () => {
       "the transfer to run",
       () => readDvm(clusters.source, fixture.dvmNamespace, "lc-delete"),
       (dvm) => dvm.status.phase === "RunRsyncOperations" && (dvm.status.runningPods?.length ?? 0) === 3,
+      WAIT,
     );
     expect(transferring.metadata.finalizers).toContain(DVM_FINALIZER);
     expect((await transferObjects(clusters.source, uid)).length).toBeGreaterThan(0);
@@ -125,6 +121,7 @@ describe("a DVM's lifecycle through the API server", () => {
           (error: { code?: number }) => (error.code === 404 ? "gone" : Promise.reject(error)),
         ),
       (state) => state === "gone",
+      WAIT,
     );
     expect(await transferObjects(clusters.source, uid)).toEqual([]);
     expect(await transferObjects(clusters.destination, uid)).toEqual([]);

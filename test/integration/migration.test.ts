@@ -7,20 +7,20 @@
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import { findCondition } from "../../src/dvm/conditions";
-import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, PHASES } from "../../src/dvm/itinerary";
+import { ITINERARIES, PHASES } from "../../src/dvm/itinerary";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
 import { definedFields } from "../../src/lib/definedFields";
 import { PHASE_BODIES } from "../../src/phases";
 import { transferNames } from "../../src/phases/names";
-import type { PhaseBody } from "../../src/phases/types";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import {
+  type CountedBodies,
   CreationCounter,
+  countedBodies,
   createDvm,
   createMigrationFixture,
   driveToCompletion,
@@ -28,7 +28,7 @@ import {
   type MigrationFixture,
   readDvm,
   requestFor,
-  TEST_MIGRATION_POLICY,
+  testPhaseRunner,
 } from "../support/migration";
 
 const clusters = testClusters();
@@ -36,27 +36,8 @@ const run = Date.now().toString(36);
 let fixture: MigrationFixture;
 let table: FreshTable;
 
-type Bodies = Record<ExecutablePhaseName, PhaseBody>;
-
-/** The real phase bodies, counting how often each is entered (the side-effect-free part of the count). */
-function countedBodies(): { bodies: Bodies; entered: Map<string, number> } {
-  const entered = new Map<string, number>();
-  const bodies = Object.fromEntries(
-    EXECUTABLE_PHASES.map((phase) => [phase, (ctx: Parameters<PhaseBody>[0]) => (entered.set(phase, (entered.get(phase) ?? 0) + 1), PHASE_BODIES[phase](ctx))]),
-  ) as unknown as Bodies;
-  return { bodies, entered };
-}
-
-function runnerWith(bodies: Bodies, extra: { credentialGraceMs?: number } = {}) {
-  return createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    bodies,
-    leaseMs: 30_000,
-    policy: TEST_MIGRATION_POLICY,
-    ...extra,
-  });
+function runnerWith(bodies: CountedBodies["bodies"], extra: { credentialGraceMs?: number } = {}) {
+  return testPhaseRunner(clusters, table, { bodies, ...extra });
 }
 
 beforeAll(async () => {

@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureNodeImages, importBaseName, type NodeImages, NodeImagesError, NodeImagesUnavailableError } from "../../infra/dev/local/nodes/images";
 import { spawnLogged, stopProcess, tailFile } from "../../infra/dev/local/processes";
-import { waitFor } from "../../infra/dev/local/wait";
+import { found } from "../support/poll";
 
 const run = promisify(execFile);
 const FIRST_BUILD_TIMEOUT_MS = 20 * 60_000;
@@ -164,14 +164,13 @@ async function withThrowawayContainerd(body: (ctr: Ctr) => Promise<void>): Promi
   const ctr: Ctr = async (...args) =>
     (await run("ctr", ["--address", socket, "--namespace", CONTAINERD_NAMESPACE, ...args], { encoding: "utf8", timeout: 120_000 })).stdout;
   try {
-    await waitFor(
+    await found(
       "containerd",
       async () => {
         if (!containerd.isRunning()) throw new Error(`containerd exited:\n${tailFile(logFile)}`);
         return existsSync(socket) && (await ctr("version")).includes("Server:");
       },
-      30_000,
-      () => tailFile(logFile),
+      { timeoutMs: 30_000, intervalMs: 100, retryErrors: true, context: () => tailFile(logFile) },
     );
     await body(ctr);
   } finally {

@@ -8,14 +8,13 @@
 import { CoreV1Api, type V1Node } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KWOK_NODE_ANNOTATION } from "../../infra/dev/local/kwok";
-import { waitFor } from "../../infra/dev/local/wait";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import { PHASE_BODIES } from "../../src/phases";
 import { CLIENT_ROLE } from "../../src/phases/rsyncOperations";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, testPhaseRunner } from "../support/migration";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const run = Date.now().toString(36);
@@ -32,13 +31,13 @@ async function kwokNode(name: string): Promise<void> {
     status: { allocatable: capacity, capacity },
   };
   await core.createNode({ body: node });
-  await waitFor(
+  await found(
     `kwok to mark node ${name} Ready`,
     async () => {
       const read = await core.readNode({ name });
       return read.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
     },
-    30_000,
+    { timeoutMs: 30_000, intervalMs: 100, retryErrors: true },
   );
 }
 
@@ -56,12 +55,7 @@ afterAll(async () => {
 /** Drives the fixture's migration; returns each client pod's spec.affinity by the PVC it mounts. */
 async function migrateAndRecordClientAffinity(name: string): Promise<Record<string, unknown>> {
   const affinityByClaim: Record<string, unknown> = {};
-  const runner = createPhaseRunner({
-    hostKubeConfig: clusters.source,
-    ledgerTableName: table.tableName,
-    dynamo: table.client,
-    leaseMs: 30_000,
-    policy: TEST_MIGRATION_POLICY,
+  const runner = testPhaseRunner(clusters, table, {
     bodies: {
       ...PHASE_BODIES,
       // The client pods are gone after cleanup: look at them right after the phase that makes them.
@@ -104,7 +98,11 @@ describe("the rsync client of a source volume", () => {
         },
       },
     });
-    await waitFor("the app pod Running", async () => (await core.readNamespacedPod({ namespace: shop, name: "app" })).status?.phase === "Running", 30_000);
+    await found("the app pod Running", async () => (await core.readNamespacedPod({ namespace: shop, name: "app" })).status?.phase === "Running", {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      retryErrors: true,
+    });
 
     const affinity = await migrateAndRecordClientAffinity(`in-use-${run}`);
 

@@ -26,6 +26,7 @@ import { RelayMetrics } from "../../src/relay/metrics";
 import { RelayReplica } from "../../src/relay/replica";
 import { testClusters } from "../support/clusters";
 import { InProcessTransport } from "../support/inProcessTransport";
+import { until } from "../support/poll";
 
 const PROMETHEUS = "/usr/bin/prometheus";
 const MiB = 1024 * 1024;
@@ -47,16 +48,8 @@ let finish = false;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}\nprometheus log tail:\n${prometheusLog.slice(-2000)}`);
-    await sleep(500);
-  }
-}
+/** How long a wait of this file may take, polled every 500 ms; a timeout shows Prometheus's log tail. */
+const WAIT = { timeoutMs: 90_000, context: () => `prometheus log tail:\n${prometheusLog.slice(-2000)}` };
 
 /** One instant PromQL query through the HTTP API: the samples' labels and values. */
 async function query(promql: string): Promise<Array<{ metric: Record<string, string>; value: number }>> {
@@ -165,7 +158,7 @@ beforeAll(async () => {
         () => 0,
       ),
     (status) => status === 200,
-    60_000,
+    { ...WAIT, timeoutMs: 60_000 },
   );
 }, 120_000);
 
@@ -201,6 +194,7 @@ describe("the relay's metrics in a real Prometheus", () => {
       "Prometheus to hold the migration's 4 MiB",
       () => query(`dvm_relay_dvm_bytes_transferred${selector}`),
       (result) => result[0]?.value === TOTAL,
+      WAIT,
     );
     expect(bytes).toHaveLength(1);
     expect(bytes[0]!.metric).toMatchObject({ job: "dvm-relay", namespace, name: "scraped", uid: created.metadata.uid });
@@ -219,6 +213,7 @@ describe("the relay's metrics in a real Prometheus", () => {
       "the DVM's series to leave the scrape",
       () => query(`dvm_relay_dvm_bytes_transferred${selector}`),
       (result) => result.length === 0,
+      WAIT,
     );
     expect((await query("dvm_relay_live_dvms"))[0]?.value).toBe(0);
     // What the migration moved stays queryable over a range.

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type ControlPlane, defaultBinDir, startControlPlane } from "../../infra/dev/local/controlPlane";
 import { LABEL } from "../../src/contracts/labels";
 import type { ReconcileRequest, RunResult } from "../../src/contracts/request";
@@ -80,18 +80,8 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Polls until `check` passes (returns without throwing); the timeout is a safety net, not an assertion. */
-async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(50);
-    }
-  }
-}
+/** Polls until `check` passes (returns without throwing), every 50 ms; the timeout is a safety net, not an assertion. */
+const eventually = <T>(check: () => T | Promise<T>, timeoutMs = 30_000): Promise<T> => vi.waitFor(check, { timeout: timeoutMs, interval: 50 });
 
 /** DVMs, progress records and pods in one cluster, in one fresh namespace. */
 class Fixture {

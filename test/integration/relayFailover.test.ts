@@ -21,6 +21,7 @@ import { DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from ".
 import { testClusters } from "../support/clusters";
 import { CuttableProxy, proxiedKubeConfig } from "../support/cuttableProxy";
 import type { Invocation } from "../support/lambdaStandIn";
+import { found } from "../support/poll";
 import { type ReadyzAnswer, RelayProcess } from "../support/relayProcess";
 
 const SPEC = { persistentVolumeClaims: [{ name: "data", namespace: "app", targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }] };
@@ -31,17 +32,6 @@ const WAIT_PHASE = PHASE_NAMES.find((p) => PHASES[p].waits)!;
 const TIMING = { RELAY_LEASE_DURATION_MS: "4000", RELAY_LEASE_RENEW_DEADLINE_MS: "2500", RELAY_LEASE_RETRY_PERIOD_MS: "500" };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls until `check` returns a value; the timeout is a safety net, not an assertion. */
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, replicas: RelayProcess[], timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${replicas.map((r) => r.transcript()).join("\n")}`);
-    await sleep(100);
-  }
-}
 
 /** Changes the phase of `moving` DVMs round-robin, one change every `everyMs`, until stopped; counts the changes. */
 class PhaseDriver {
@@ -86,6 +76,8 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
   let custom: CustomObjectsApi;
   const proxies = new Map<string, CuttableProxy>();
   const replicas: RelayProcess[] = [];
+  /** Every wait polls every 100 ms; its timeout is a safety net, not an assertion, and shows the transcripts. */
+  const WAIT = { timeoutMs: 60_000, intervalMs: 100, context: () => replicas.map((r) => r.transcript()).join("\n") };
   let driver: PhaseDriver;
   const uids: string[] = [];
   let created = 0;
@@ -144,9 +136,9 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
 
   it("one replica leads and forwards; the other stands by, ready but not forwarding", async () => {
     const a = await startReplica("relay-a");
-    await until("relay-a to lead, synced", () => role(a, "leader"), replicas);
+    await found("relay-a to lead, synced", () => role(a, "leader"), WAIT);
     const b = await startReplica("relay-b");
-    const standby = await until("relay-b to stand by", () => role(b, "standby"), replicas);
+    const standby = await found("relay-b to stand by", () => role(b, "standby"), WAIT);
     expect(standby.stats?.leadership).toMatchObject({ identity: "relay-b", leading: false, holder: "relay-a" });
 
     const moving = ["move-0", "move-1", "move-2", "move-3"];
@@ -154,7 +146,7 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     for (const name of ["poll-0", "poll-1"]) uids.push(await createDvm(name, WAIT_PHASE));
     driver = new PhaseDriver(custom, namespace, moving, 150);
     driver.start();
-    await until("relay-a to forward a few changes", () => (a.lambda.invocations.length >= 15 ? true : undefined), replicas);
+    await found("relay-a to forward a few changes", () => (a.lambda.invocations.length >= 15 ? true : undefined), WAIT);
     expect(b.lambda.invocations).toEqual([]);
   });
 
@@ -162,7 +154,7 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     const [a, b] = replicas as [RelayProcess, RelayProcess];
     const killedAt = Date.now();
     await a.kill("SIGKILL");
-    const first = await until("relay-b to forward", () => b.lambda.invocations[0], replicas);
+    const first = await found("relay-b to forward", () => b.lambda.invocations[0], WAIT);
     console.log(
       `relay failover, leader killed: the standby forwarded ${first.at - killedAt} ms after the kill (lease duration ${TIMING.RELAY_LEASE_DURATION_MS} ms)`,
     );
@@ -172,30 +164,30 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     expect(Math.max(...a.lambda.invocations.map((i) => i.at))).toBeLessThan(bStarted + 1);
 
     const c = await startReplica("relay-c");
-    await until("relay-c to stand by", () => role(c, "standby"), replicas);
+    await found("relay-c to stand by", () => role(c, "standby"), WAIT);
   });
 
   it("the leader partitioned from the API server: it steps down, the standby takes over, and it stays a standby after the partition heals", async () => {
     const [, b, c] = replicas as [RelayProcess, RelayProcess, RelayProcess];
     const cutAt = Date.now();
     proxies.get("relay-b")!.cut();
-    const first = await until("relay-c to forward", () => c.lambda.invocations[0], replicas);
+    const first = await found("relay-c to forward", () => c.lambda.invocations[0], WAIT);
     console.log(
       `relay failover, leader partitioned: the standby forwarded ${first.at - cutAt} ms after the cut (lease duration ${TIMING.RELAY_LEASE_DURATION_MS} ms)`,
     );
     // relay-b knows it lost the Lease (its health port is not behind the proxy).
-    await until("relay-b to report it no longer leads", async () => ((await b.readyz()).role === "standby" ? true : undefined), replicas);
+    await found("relay-b to report it no longer leads", async () => ((await b.readyz()).role === "standby" ? true : undefined), WAIT);
     expect(b.logged("stopped leading", cutAt)).toMatchObject({ why: expect.stringMatching(/renew deadline/) });
     // Long enough for a leader that had not stepped down to poll its waiting DVMs again.
     await sleep(POLL_REQUEUE_MS + 1_000);
     proxies.get("relay-b")!.resume();
-    await until(
+    await found(
       "relay-b back in contact, as a standby",
       async () => {
         const answer = await role(b, "standby");
         return answer?.stats?.leadership?.holder === "relay-c" ? answer : undefined;
       },
-      replicas,
+      WAIT,
     );
     await sleep(2_000);
     expect((await c.readyz()).role).toBe("leader");
@@ -205,13 +197,13 @@ describe("relay failover between replicas (leader election on a Lease)", () => {
     const [a, b, c] = replicas as [RelayProcess, RelayProcess, RelayProcess];
     await driver.stop();
     // Every moving DVM's last change reaches the function (C leads now).
-    await until(
+    await found(
       "the last change of every moving DVM to be forwarded",
       () =>
         [...driver.lastVersion].every(([uid, version]) => c.lambda.invocations.some((i) => i.payload.uid === uid && i.payload.resourceVersion === version))
           ? true
           : undefined,
-      replicas,
+      WAIT,
     );
     const all = [a, b, c].flatMap((r) => r.lambda.invocations.filter((i) => uids.includes(i.payload.uid)));
     const transitions = created + driver.transitions;

@@ -30,6 +30,7 @@ import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
 import { MemoryHandledEvents } from "../support/memoryHandledEvents";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
+import { until } from "../support/poll";
 
 const clusters = testClusters();
 const run = Date.now().toString(36);
@@ -140,16 +141,22 @@ async function objectsOf(kc: KubeConfig, uid: string): Promise<string[]> {
   return found;
 }
 
-/** A first list of a resource can meet "storage is (re)initializing" (429): ask again. */
+/** A first list of a resource can meet "storage is (re)initializing" (429): ask again, for about 10 s. */
 async function untilServed<T>(list: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await list();
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.statusCode === 429) || attempt >= 20) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
+  const served = await until(
+    "a list the server serves",
+    () =>
+      list().then(
+        (items) => ({ items }),
+        (error: unknown) => {
+          if (error instanceof KubeApiError && error.statusCode === 429) return undefined;
+          throw error;
+        },
+      ),
+    (answer) => answer !== undefined,
+    { timeoutMs: 10_000, show: () => "429, storage (re)initializing" },
+  );
+  return served!.items;
 }
 
 /** Failed before any side effect: the errors name `fields`, and the DVM left nothing on either cluster. */

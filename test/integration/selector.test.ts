@@ -5,16 +5,21 @@
  */
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPhaseRunner } from "../../src/aws/phaseRunner";
 import type { RunResult } from "../../src/contracts/request";
 import { findCondition } from "../../src/dvm/conditions";
-import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../src/dvm/itinerary";
 import { KubeDvmStore } from "../../src/kube/dvmStore";
-import { PHASE_BODIES } from "../../src/phases";
-import type { PhaseBody } from "../../src/phases/types";
 import { testClusters } from "../support/clusters";
 import { type FreshTable, freshLedgerTable } from "../support/dynamo";
-import { createDvm, createMigrationFixture, driveToCompletion, type MigrationFixture, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../support/migration";
+import {
+  countedBodies,
+  createDvm,
+  createMigrationFixture,
+  driveToCompletion,
+  type MigrationFixture,
+  readDvm,
+  requestFor,
+  testPhaseRunner,
+} from "../support/migration";
 
 const clusters = testClusters();
 const run = Date.now().toString(36);
@@ -60,21 +65,8 @@ describe("a selector DVM over 5 labelled PVCs", () => {
       },
     });
 
-    const entered = new Map<string, number>();
-    const bodies = Object.fromEntries(
-      EXECUTABLE_PHASES.map((phase) => [
-        phase,
-        (ctx: Parameters<PhaseBody>[0]) => (entered.set(phase, (entered.get(phase) ?? 0) + 1), PHASE_BODIES[phase](ctx)),
-      ]),
-    ) as unknown as Record<ExecutablePhaseName, PhaseBody>;
-    const runner = createPhaseRunner({
-      hostKubeConfig: clusters.source,
-      ledgerTableName: table.tableName,
-      dynamo: table.client,
-      bodies,
-      leaseMs: 30_000,
-      policy: TEST_MIGRATION_POLICY,
-    });
+    const { bodies, entered } = countedBodies();
+    const runner = testPhaseRunner(clusters, table, { bodies });
 
     const selectedFirst = five.map((name) => ({ namespace, name }));
     let repeat: RunResult | undefined;
@@ -131,13 +123,7 @@ describe("a selector DVM over 5 labelled PVCs", () => {
     const dvm = await createDvm(clusters.source, tenant, "reach-out", {
       persistentVolumeClaimSelector: { namespace: fixture.namespaces.shop, targetStorageClass: fixture.storageClass, targetAccessModes: ["ReadWriteOnce"] },
     });
-    const runner = createPhaseRunner({
-      hostKubeConfig: clusters.source,
-      ledgerTableName: table.tableName,
-      dynamo: table.client,
-      leaseMs: 30_000,
-      policy: TEST_MIGRATION_POLICY,
-    });
+    const runner = testPhaseRunner(clusters, table);
     await driveToCompletion(runner, requestFor(dvm));
     const done = await readDvm(clusters.source, tenant, "reach-out");
     expect(done.status).toMatchObject({ phase: "Completed", itinerary: "VolumeMigrationFailed" });

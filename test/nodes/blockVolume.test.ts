@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBlockClaim, createLoopVolume, LOOP_STORAGE_CLASS, type LoopVolume } from "../../infra/dev/local/nodes/blockVolumes";
-import { waitFor } from "../../infra/dev/local/wait";
 import { testClusters } from "../support/clusters";
 import { ensureNamespace, type NodeMigrations, startNodeMigrations, testNodes } from "../support/nodes";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const nodes = testNodes();
@@ -53,11 +53,11 @@ async function loopVolume(cluster: "source" | "destination", name: string, conte
 async function blockClaim(namespace: string, name: string): Promise<void> {
   await createBlockClaim(clusters.source, namespace, name, SIZE);
   const core = clusters.source.makeApiClient(CoreV1Api);
-  await waitFor(
-    `PVC ${namespace}/${name} Bound`,
-    async () => (await core.readNamespacedPersistentVolumeClaim({ namespace, name })).status?.phase === "Bound",
-    60_000,
-  );
+  await found(`PVC ${namespace}/${name} Bound`, async () => (await core.readNamespacedPersistentVolumeClaim({ namespace, name })).status?.phase === "Bound", {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    retryErrors: true,
+  });
 }
 
 describe("a Block volume on real pods", () => {

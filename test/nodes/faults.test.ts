@@ -9,15 +9,15 @@
  * either cluster.
  */
 import { CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { type NodeComponent, nodeComponentRunning, startNodeComponent, stopNodeComponent } from "../../infra/dev/local/nodes/components";
-import { waitFor } from "../../infra/dev/local/wait";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
 import type { ProvidedNode } from "../setup/nodes";
 import { testClusters } from "../support/clusters";
-import { manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { createDvm, driveToCompletion, readDvm, requestFor, transferLeftovers } from "../support/migration";
-import { createBoundPvc, ensureNamespace, NODE_ADMIN_NAMESPACE, type NodeMigrations, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { writeDataset } from "../support/dataset";
+import { createDvm, readDvm, transferLeftovers } from "../support/migration";
+import { createBoundPvc, ensureNamespace, expectSameCopy, NODE_ADMIN_NAMESPACE, nodeMigrationsForFile, testNodes, volumeFolder } from "../support/nodes";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const nodes = testNodes();
@@ -26,17 +26,12 @@ const MiB = 1024 * 1024;
 const ROLE = "dvm.migration.openshift.io/role";
 /** What the node lifecycle controller needs to see a silent kubelet: the brief's 60 s. */
 const KUBELET_DOWN_MS = 60_000;
-let migrations: NodeMigrations;
+const migrations = nodeMigrationsForFile(clusters, nodes, run);
 /** Components this file stopped and has not started again: started in afterAll whatever happened. */
 const stopped: { node: ProvidedNode; component: NodeComponent }[] = [];
 
-beforeAll(async () => {
-  migrations = await startNodeMigrations(clusters, nodes, run);
-});
-
-afterAll(async () => {
+afterAll(() => {
   for (const { node, component } of stopped.splice(0)) if (!nodeComponentRunning(node.dir, component)) startNodeComponent(node.dir, component);
-  await migrations?.stop();
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -47,24 +42,23 @@ async function readyCondition(kc: KubeConfig, nodeName: string) {
 }
 
 async function waitNodeReady(kc: KubeConfig, nodeName: string): Promise<void> {
-  await waitFor(`node ${nodeName} Ready again`, async () => (await readyCondition(kc, nodeName))?.status === "True", 180_000, undefined, 1_000);
+  await found(`node ${nodeName} Ready again`, async () => (await readyCondition(kc, nodeName))?.status === "True", {
+    timeoutMs: 180_000,
+    intervalMs: 1_000,
+    retryErrors: true,
+  });
 }
 
 /** The first pod of `role` in `namespace` that is Running, waited for. */
 async function runningPod(kc: KubeConfig, namespace: string, role: string): Promise<V1Pod> {
-  let found: V1Pod | undefined;
-  await waitFor(
+  return found(
     `a Running ${role} pod in ${namespace}`,
     async () => {
       const pods = (await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace, labelSelector: `${ROLE}=${role}` })).items;
-      found = pods.find((p) => p.status?.phase === "Running");
-      return found !== undefined;
+      return pods.find((p) => p.status?.phase === "Running");
     },
-    300_000,
-    undefined,
-    500,
+    { timeoutMs: 300_000, intervalMs: 500, retryErrors: true },
   );
-  return found!;
 }
 
 async function stopComponent(node: ProvidedNode, component: NodeComponent): Promise<void> {
@@ -98,25 +92,13 @@ async function seededVolume(prefix: string, node: string, bytes: number, kib: nu
   return { namespace, claim, folder, spec };
 }
 
-async function expectSameData(namespace: string, claim: string, sourceFolder: string): Promise<void> {
-  const source = await manifest(sourceFolder, { owners: true });
-  const copy = await manifest(await volumeFolder(clusters.destination, nodes.destination, namespace, claim), {
-    owners: true,
-    exclude: (p) => p === "lost+found",
-  });
-  expect(Object.keys(source).length).toBeGreaterThan(100);
-  expect(manifestDiff(source, copy)).toEqual([]);
-}
-
 async function expectNothingLeft(dvm: DirectVolumeMigration, namespace: string): Promise<void> {
   // Pods the cleanup deleted may still be terminating on a node that just came back: give them their end.
-  await waitFor(
-    "no transfer objects left",
-    async () => (await transferLeftovers(clusters, dvm.metadata.uid, [namespace, NODE_ADMIN_NAMESPACE])).length === 0,
-    60_000,
-    undefined,
-    1_000,
-  ).catch(() => undefined);
+  await found("no transfer objects left", async () => (await transferLeftovers(clusters, dvm.metadata.uid, [namespace, NODE_ADMIN_NAMESPACE])).length === 0, {
+    timeoutMs: 60_000,
+    intervalMs: 1_000,
+    retryErrors: true,
+  }).catch(() => undefined);
   expect(await transferLeftovers(clusters, dvm.metadata.uid, [namespace, NODE_ADMIN_NAMESPACE])).toEqual([]);
 }
 
@@ -148,7 +130,7 @@ describe("faults of a real cluster mid-transfer", () => {
       startComponent(node, "kubelet");
       await waitNodeReady(clusters.source, node.nodeName);
     })();
-    const driven = driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+    const driven = migrations.drive(dvm);
     await Promise.all([fault, driven]);
     const done = await readDvm(clusters.source, NODE_ADMIN_NAMESPACE, dvm.metadata.name);
     console.info(
@@ -162,7 +144,7 @@ describe("faults of a real cluster mid-transfer", () => {
     expect(seen.clientPhases).toEqual(["Running"]);
     expect(done.status.rsyncOperations?.map((o) => o.currentAttempt)).toEqual([1]);
     expect(done.status.phase, JSON.stringify(conditionsOf(done))).toBe("Completed");
-    await expectSameData(volume.namespace, volume.claim, volume.folder);
+    await expectSameCopy(clusters, nodes, { namespace: volume.namespace, claim: volume.claim, sourceFolder: volume.folder }, 100);
     await expectNothingLeft(done, volume.namespace);
   });
 
@@ -184,7 +166,7 @@ describe("faults of a real cluster mid-transfer", () => {
       ).status?.phase;
       await waitNodeReady(clusters.destination, node.nodeName);
     })();
-    const driven = driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+    const driven = migrations.drive(dvm);
     await Promise.all([fault, driven]);
     const done = await readDvm(clusters.source, NODE_ADMIN_NAMESPACE, dvm.metadata.name);
     console.info(
@@ -196,7 +178,7 @@ describe("faults of a real cluster mid-transfer", () => {
     expect(seen.clientAfter).toBe("Running");
     expect(done.status.rsyncOperations?.map((o) => o.currentAttempt)).toEqual([1]);
     expect(done.status.phase, JSON.stringify(conditionsOf(done))).toBe("Completed");
-    await expectSameData(volume.namespace, volume.claim, volume.folder);
+    await expectSameCopy(clusters, nodes, { namespace: volume.namespace, claim: volume.claim, sourceFolder: volume.folder }, 100);
     await expectNothingLeft(done, volume.namespace);
   });
 });

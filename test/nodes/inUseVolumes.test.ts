@@ -9,14 +9,23 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { volumeNode } from "../../infra/dev/local/nodes/volumes";
-import { waitFor } from "../../infra/dev/local/wait";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { testClusters } from "../support/clusters";
-import { manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
-import { createBoundPvc, ensureNamespace, NODE_ADMIN_NAMESPACE, type NodeMigrations, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { writeDataset } from "../support/dataset";
+import { createDvm, readDvm } from "../support/migration";
+import {
+  appPodTemplate,
+  createBoundPvc,
+  ensureNamespace,
+  expectSameCopy,
+  NODE_ADMIN_NAMESPACE,
+  nodeMigrationsForFile,
+  testNodes,
+  volumeFolder,
+} from "../support/nodes";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const nodes = testNodes();
@@ -24,15 +33,8 @@ const run = `t${Date.now().toString(36)}`;
 const MiB = 1024 * 1024;
 const ROLE = "dvm.migration.openshift.io/role";
 const sourceNode2 = nodes.sourceNodes[1]?.nodeName ?? "";
-let migrations: NodeMigrations;
-
-beforeAll(async () => {
+const migrations = nodeMigrationsForFile(clusters, nodes, run, () => {
   if (!sourceNode2) throw new Error("the source cluster has fewer than two nodes");
-  migrations = await startNodeMigrations(clusters, nodes, run);
-});
-
-afterAll(async () => {
-  await migrations?.stop();
 });
 
 /** Where each transfer pod ran, read while the migration runs (the pods are gone at its end). */
@@ -62,7 +64,7 @@ async function migrate(name: string, namespace: string, claim: string, migration
     migrationType,
     persistentVolumeClaims: [{ name: claim, namespace, targetStorageClass: nodes.storageClass, targetAccessModes: ["ReadWriteOnce"] }],
   });
-  await driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000, each: () => recordPlacements(namespace, placements) });
+  await migrations.drive(dvm, { each: () => recordPlacements(namespace, placements) });
   const done: DirectVolumeMigration = await readDvm(clusters.source, NODE_ADMIN_NAMESPACE, name);
   return { dvm: done, placements, clientNodes: [...new Set([...placements.clients.values()].map((c) => c.node))] };
 }
@@ -78,16 +80,6 @@ async function expectBoundWhereServed(namespace: string, claim: string, placemen
   return node;
 }
 
-async function expectSameData(namespace: string, claim: string, sourceFolder: string): Promise<void> {
-  const source = await manifest(sourceFolder, { owners: true });
-  const copy = await manifest(await volumeFolder(clusters.destination, nodes.destination, namespace, claim), {
-    owners: true,
-    exclude: (p) => p === "lost+found",
-  });
-  expect(Object.keys(source).length).toBeGreaterThan(100);
-  expect(manifestDiff(source, copy)).toEqual([]);
-}
-
 /** A Deployment pinned to `node` that appends to files in its PVC every 100 ms, and counts in live/counter. */
 async function startWriter(namespace: string, claim: string, node: string): Promise<V1Pod> {
   const labels = { app: "writer" };
@@ -98,42 +90,22 @@ async function startWriter(namespace: string, claim: string, node: string): Prom
       spec: {
         replicas: 1,
         selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            nodeSelector: { "kubernetes.io/hostname": node },
-            terminationGracePeriodSeconds: 1,
-            automountServiceAccountToken: false,
-            containers: [
-              {
-                name: "writer",
-                image: nodes.transferImage,
-                imagePullPolicy: "Never",
-                command: [
-                  "sh",
-                  "-c",
-                  'mkdir -p /data/live; i=0; while :; do i=$((i+1)); echo "$i" >> /data/live/f$((i % 20)); echo "$i" > /data/live/counter; sleep 0.1; done',
-                ],
-                volumeMounts: [{ name: "data", mountPath: "/data" }],
-              },
-            ],
-            volumes: [{ name: "data", persistentVolumeClaim: { claimName: claim } }],
-          },
-        },
+        template: appPodTemplate(
+          nodes,
+          "writer",
+          node,
+          'mkdir -p /data/live; i=0; while :; do i=$((i+1)); echo "$i" >> /data/live/f$((i % 20)); echo "$i" > /data/live/counter; sleep 0.1; done',
+          [{ name: "data", persistentVolumeClaim: { claimName: claim } }],
+        ),
       },
     },
   });
   const core = clusters.source.makeApiClient(CoreV1Api);
-  let running: V1Pod | undefined;
-  await waitFor(
+  return found(
     "the writer pod Running",
-    async () => {
-      running = (await core.listNamespacedPod({ namespace, labelSelector: "app=writer" })).items.find((p) => p.status?.phase === "Running");
-      return running !== undefined;
-    },
-    120_000,
+    async () => (await core.listNamespacedPod({ namespace, labelSelector: "app=writer" })).items.find((p) => p.status?.phase === "Running"),
+    { timeoutMs: 120_000, intervalMs: 100, retryErrors: true },
   );
-  return running!;
 }
 
 async function scaleToZero(namespace: string): Promise<void> {
@@ -141,7 +113,11 @@ async function scaleToZero(namespace: string): Promise<void> {
     .makeApiClient(AppsV1Api)
     .patchNamespacedDeploymentScale({ namespace, name: "writer", body: [{ op: "replace", path: "/spec/replicas", value: 0 }] });
   const core = clusters.source.makeApiClient(CoreV1Api);
-  await waitFor("the writer pods gone", async () => (await core.listNamespacedPod({ namespace, labelSelector: "app=writer" })).items.length === 0, 120_000);
+  await found("the writer pods gone", async () => (await core.listNamespacedPod({ namespace, labelSelector: "app=writer" })).items.length === 0, {
+    timeoutMs: 120_000,
+    intervalMs: 100,
+    retryErrors: true,
+  });
 }
 
 const counter = (folder: string) => Number(readFileSync(join(folder, "live", "counter"), "utf8").trim());
@@ -164,7 +140,7 @@ describe("volumes bound to source node 2", () => {
     const folder = await volumeFolder(clusters.source, nodes.source, namespace, claim);
     mkdirSync(join(folder, "seed"));
     writeDataset(join(folder, "seed"), { bytes: 24 * MiB, files: 300, seed: 26 });
-    await waitFor("the app writing", async () => counter(folder) > 0, 30_000);
+    await found("the app writing", async () => counter(folder) > 0, { timeoutMs: 30_000, intervalMs: 100, retryErrors: true });
     const before = counter(folder);
 
     const stage = await migrate(`inuse-stage-${run}`, namespace, claim, "Stage");
@@ -181,7 +157,7 @@ describe("volumes bound to source node 2", () => {
     const cutOver = await migrate(`inuse-cutover-${run}`, namespace, claim, "CutOver");
     expect(cutOver.dvm.status.phase).toBe("Completed");
     expect(cutOver.dvm.status.itinerary).toBe("VolumeMigration");
-    await expectSameData(namespace, claim, folder);
+    await expectSameCopy(clusters, nodes, { namespace, claim, sourceFolder: folder }, 100);
     console.info(
       `[figures] in-use RWO volume: app pod on ${app.spec?.nodeName}; Stage client pods on ${stage.clientNodes.join(", ")} ` +
         `(app counter ${before} -> ${counter(folder)} during it); destination PV on ${stageTarget} (server pods on ${[...stage.placements.servers.values()].join(", ")}); ` +
@@ -208,7 +184,7 @@ describe("volumes bound to source node 2", () => {
     const cutOver = await migrate(`idle-cutover-${run}`, namespace, claim, "CutOver");
     expect(cutOver.dvm.status.phase).toBe("Completed");
     expect(cutOver.clientNodes).toEqual([sourceNode2]);
-    await expectSameData(namespace, claim, folder);
+    await expectSameCopy(clusters, nodes, { namespace, claim, sourceFolder: folder }, 100);
     console.info(
       `[figures] idle volume on ${volumeNode(pv)}: Stage and CutOver client pods on ${stage.clientNodes.join(", ")} / ${cutOver.clientNodes.join(", ")}`,
     );

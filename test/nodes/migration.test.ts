@@ -11,16 +11,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ABSOLUTE_LINK, ABSOLUTE_LINK_TARGET } from "../../infra/dev/local/demoData";
-import { waitFor } from "../../infra/dev/local/wait";
 import { findCondition } from "../../src/dvm/conditions";
-import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { type Manifest, manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { dynamoEndpoint, type FreshTable } from "../support/dynamo";
-import { createDvm, driveToCompletion, readDvm, requestFor, transferLeftovers } from "../support/migration";
-import { createBoundPvc, ensureNamespace, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { dynamoEndpoint } from "../support/dynamo";
+import { createDvm, requestFor, transferLeftovers } from "../support/migration";
+import { createBoundPvc, ensureNamespace, nodeMigrationsForFile, testNodes, volumeFolder } from "../support/nodes";
+import { found } from "../support/poll";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -28,17 +27,7 @@ const nodes = testNodes();
 const run = Date.now().toString(36);
 const ADMIN_NAMESPACE = "dvm-system";
 const MiB = 1024 * 1024;
-let table: FreshTable;
-let runner: PhaseRunner;
-
-beforeAll(async () => {
-  const migrations = await startNodeMigrations(clusters, nodes, run);
-  ({ runner, table } = migrations);
-});
-
-afterAll(async () => {
-  await table?.drop();
-});
+const migrations = nodeMigrationsForFile(clusters, nodes, run);
 
 /** Source namespaces with one seeded PVC each; returns the PVC list of a DVM spec and the source folders. */
 async function seededVolumes(prefix: string, volumes: { name: string; bytes: number; files: number }[], owners?: { uid: number; gid: number }[]) {
@@ -57,12 +46,6 @@ async function seededVolumes(prefix: string, volumes: { name: string; bytes: num
 }
 
 const TO_DESTINATION = { destinationCluster: { kubeconfigSecretRef: { name: `destination-${run}` } } };
-
-async function migrate(name: string, spec: Record<string, unknown>, during?: () => Promise<void>) {
-  const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, spec);
-  await Promise.all([driveToCompletion(runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 }), during?.()]);
-  return readDvm(clusters.source, ADMIN_NAMESPACE, name);
-}
 
 /** Source and destination manifests of each claim are equal (destination = same namespace and name unless given). */
 async function expectSameData(
@@ -105,7 +88,7 @@ describe("a migration on real pods", () => {
       ],
       owners,
     );
-    const dvm = await migrate(`nodeport-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true });
+    const dvm = await migrations.migrate(`nodeport-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true });
     expect(dvm.status?.phase).toBe("Completed");
     expect(findCondition(dvm.status?.conditions, "Succeeded")).toBeDefined();
     await expectSameData(claims, folders, { owners: true });
@@ -121,7 +104,7 @@ describe("a migration on real pods", () => {
     const first = folders[`${claims[0]!.namespace}/${claims[0]!.name}`]!;
     rmSync(join(first, readdirSync(first).find((n) => n.startsWith("d0-"))!), { recursive: true });
     writeFileSync(join(first, "large-0.dat"), "changed on the source after the migration");
-    const back = await migrate(`rollback-${run}`, {
+    const back = await migrations.migrate(`rollback-${run}`, {
       ...TO_DESTINATION,
       persistentVolumeClaims: claims,
       endpointType: "NodePort",
@@ -155,7 +138,7 @@ describe("a migration on real pods", () => {
     await ensureNamespace(clusters.destination, claim.namespace);
     await createBoundPvc(clusters.destination, claim.namespace, claim.name, { storageClass: nodes.storageClass });
     chownSync(await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name), app.uid, app.gid);
-    const dvm = await migrate(`unprivileged-${run}`, {
+    const dvm = await migrations.migrate(`unprivileged-${run}`, {
       ...TO_DESTINATION,
       persistentVolumeClaims: claims,
       endpointType: "NodePort",
@@ -176,7 +159,7 @@ describe("a migration on real pods", () => {
   it("migrates within one cluster through a ClusterIP Service", async () => {
     const { claims, folders } = await seededVolumes("same", [{ name: "cache", bytes: 20 * MiB, files: 300 }]);
     const targets = claims.map((c) => ({ ...c, targetNamespace: `${c.namespace}-copy` }));
-    const dvm = await migrate(`same-cluster-${run}`, { persistentVolumeClaims: targets, endpointType: "ClusterIP", runAsRoot: true });
+    const dvm = await migrations.migrate(`same-cluster-${run}`, { persistentVolumeClaims: targets, endpointType: "ClusterIP", runAsRoot: true });
     expect(dvm.status?.phase).toBe("Completed");
     await expectSameData(targets, folders, { owners: true, destination: "source" });
   });
@@ -188,20 +171,18 @@ describe("faults on real pods", () => {
     const claim = claims[0]!;
     const name = `server-lost-${run}`;
     let deletedMidTransfer = false;
-    const dvm = await migrate(
+    const dvm = await migrations.migrate(
       name,
       { ...TO_DESTINATION, persistentVolumeClaims: claims, endpointType: "NodePort", runAsRoot: true, backOffLimit: 5 },
       async () => {
         // Once rsync has written part of a large file on the destination, take the server away.
-        await waitFor(
+        await found(
           "a partly transferred file",
           async () => {
             const folder = await volumeFolder(clusters.destination, nodes.destination, claim.namespace, claim.name).catch(() => undefined);
             return folder !== undefined && partialTransferIn(folder, 8 * MiB);
           },
-          300_000,
-          () => "",
-          50,
+          { timeoutMs: 300_000, intervalMs: 50, retryErrors: true },
         );
         const server = (
           await clusters.destination
@@ -261,7 +242,7 @@ describe("faults on real pods", () => {
           },
         },
       });
-      const dvm = await migrate(`too-small-${run}`, {
+      const dvm = await migrations.migrate(`too-small-${run}`, {
         ...TO_DESTINATION,
         persistentVolumeClaims: [{ ...claim, targetStorageClass: tinyClass }],
         endpointType: "NodePort",
@@ -292,7 +273,7 @@ describe("faults on real pods", () => {
     });
     // Drive it until its client pod runs (the data is moving), then cancel it as a user would.
     for (let step = 0; step < 600; step++) {
-      const result = await runner.run(requestFor(dvm));
+      const result = await migrations.runner.run(requestFor(dvm));
       const running = (
         await clusters.source
           .makeApiClient(CoreV1Api)
@@ -310,7 +291,7 @@ describe("faults on real pods", () => {
         env: {
           ...process.env,
           KUBECONFIG: clusters.info.source.kubeconfigPath,
-          LEDGER_TABLE_NAME: table.tableName,
+          LEDGER_TABLE_NAME: migrations.table.tableName,
           AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint()!.endpoint,
           AWS_ACCESS_KEY_ID: "dvmlocal",
           AWS_SECRET_ACCESS_KEY: "dvmlocal",

@@ -9,11 +9,11 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { AppsV1Api, BatchV1Api, CoreV1Api, type V1Volume } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../infra/dev/local/wait";
+import { describe, expect, it } from "vitest";
 import { DynamoPhaseLedger } from "../../src/aws/ledger";
 import type { ExecutablePhaseName } from "../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
+import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { KubeDvmStore } from "../../src/kube/dvmStore";
 import { SecretClusterResolver } from "../../src/kube/resolver";
 import type { PhaseLedger } from "../../src/ledger";
@@ -21,58 +21,30 @@ import { PHASE_BODIES } from "../../src/phases";
 import type { PhaseBody } from "../../src/phases/types";
 import { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
-import { manifest, manifestDiff, writeDataset } from "../support/dataset";
+import { writeDataset } from "../support/dataset";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
-import { createBoundPvc, ensureNamespace, NODE_ADMIN_NAMESPACE, type NodeMigrations, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import {
+  appPodTemplate,
+  createBoundPvc,
+  ensureNamespace,
+  expectSameCopy,
+  NODE_ADMIN_NAMESPACE,
+  nodeMigrationsForFile,
+  testNodes,
+  volumeFolder,
+} from "../support/nodes";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const nodes = testNodes();
 const run = `q${Date.now().toString(36)}`;
 const MiB = 1024 * 1024;
 const sourceNode2 = nodes.sourceNodes[1]?.nodeName ?? "";
-let migrations: NodeMigrations;
-
-beforeAll(async () => {
+const migrations = nodeMigrationsForFile(clusters, nodes, run, () => {
   if (!sourceNode2) throw new Error("the source cluster has fewer than two nodes");
-  migrations = await startNodeMigrations(clusters, nodes, run);
-});
-
-afterAll(async () => {
-  await migrations?.stop();
 });
 
 const WRITE = 'mkdir -p /data/live; i=0; while :; do i=$((i+1)); echo "$i" >> /data/live/$(hostname); sleep 0.2; done';
-
-function podTemplate(app: string, volumes: V1Volume[], command: string) {
-  return {
-    metadata: { labels: { app } },
-    spec: {
-      nodeSelector: { "kubernetes.io/hostname": sourceNode2 },
-      terminationGracePeriodSeconds: 1,
-      automountServiceAccountToken: false,
-      containers: [
-        {
-          name: app,
-          image: nodes.transferImage,
-          imagePullPolicy: "Never",
-          command: ["sh", "-c", command],
-          volumeMounts: [{ name: "data", mountPath: "/data" }],
-        },
-      ],
-      volumes,
-    },
-  };
-}
-
-async function expectSameData(namespace: string, claim: string): Promise<void> {
-  const source = await manifest(await volumeFolder(clusters.source, nodes.source, namespace, claim), { owners: true });
-  const copy = await manifest(await volumeFolder(clusters.destination, nodes.destination, namespace, claim), {
-    owners: true,
-    exclude: (p) => p === "lost+found",
-  });
-  expect(Object.keys(source).length).toBeGreaterThan(0);
-  expect(manifestDiff(source, copy), claim).toEqual([]);
-}
 
 /**
  * In `namespace` on source node 2: Deployment api (2 replicas) and StatefulSet web (1, its claim
@@ -96,7 +68,7 @@ async function startApps(namespace: string): Promise<void> {
     namespace,
     body: {
       metadata: { name: "api" },
-      spec: { replicas: 2, selector: { matchLabels: { app: "api" } }, template: podTemplate("api", claimVolume("api-data"), WRITE) },
+      spec: { replicas: 2, selector: { matchLabels: { app: "api" } }, template: appPodTemplate(nodes, "api", sourceNode2, WRITE, claimVolume("api-data")) },
     },
   });
   await apps.createNamespacedStatefulSet({
@@ -107,7 +79,7 @@ async function startApps(namespace: string): Promise<void> {
         replicas: 1,
         serviceName: "web",
         selector: { matchLabels: { app: "web" } },
-        template: podTemplate("web", [], WRITE),
+        template: appPodTemplate(nodes, "web", sourceNode2, WRITE, []),
         volumeClaimTemplates: [
           {
             metadata: { name: "data" },
@@ -117,7 +89,7 @@ async function startApps(namespace: string): Promise<void> {
       },
     },
   });
-  const backup = podTemplate("backup", claimVolume("backup-data"), "ls /data");
+  const backup = appPodTemplate(nodes, "backup", sourceNode2, "ls /data", claimVolume("backup-data"));
   const backupTemplate = { ...backup, spec: { ...backup.spec, restartPolicy: "Never" } };
   await clusters.source.makeApiClient(BatchV1Api).createNamespacedCronJob({
     namespace,
@@ -129,11 +101,34 @@ async function startApps(namespace: string): Promise<void> {
       },
     },
   });
-  await waitFor(
-    "the api and web pods Running",
-    async () => (await core.listNamespacedPod({ namespace })).items.filter((p) => p.status?.phase === "Running").length === 3,
-    180_000,
-  );
+  await appPodsRunning(namespace, "the api and web pods Running");
+}
+
+/** Waits until the three app pods (api 2, web 1) run in `namespace`. */
+async function appPodsRunning(namespace: string, what: string): Promise<void> {
+  const core = clusters.source.makeApiClient(CoreV1Api);
+  await found(what, async () => (await core.listNamespacedPod({ namespace })).items.filter((p) => p.status?.phase === "Running").length === 3, {
+    timeoutMs: 180_000,
+    intervalMs: 100,
+    retryErrors: true,
+  });
+}
+
+const APP_CLAIMS = ["api-data", "data-web-0", "backup-data"];
+
+/** A CutOver of the apps' three claims in `namespace`, from the admin namespace. */
+function createCutOver(name: string, namespace: string): Promise<DirectVolumeMigration> {
+  return createDvm(clusters.source, NODE_ADMIN_NAMESPACE, name, {
+    ...migrations.toDestination,
+    runAsRoot: true,
+    migrationType: "CutOver",
+    persistentVolumeClaims: APP_CLAIMS.map((claim) => ({
+      name: claim,
+      namespace,
+      targetStorageClass: nodes.storageClass,
+      targetAccessModes: ["ReadWriteOnce"],
+    })),
+  });
 }
 
 describe("a CutOver with spec.quiesce on real pods", () => {
@@ -150,20 +145,8 @@ describe("a CutOver with spec.quiesce on real pods", () => {
     const seenAtFinalSync: string[] = [];
     let finishedAtFinalSync = 0;
     const name = `quiesce-cutover-${run}`;
-    const dvm = await createDvm(clusters.source, NODE_ADMIN_NAMESPACE, name, {
-      ...migrations.toDestination,
-      runAsRoot: true,
-      migrationType: "CutOver",
-      persistentVolumeClaims: ["api-data", "data-web-0", "backup-data"].map((claim) => ({
-        name: claim,
-        namespace,
-        targetStorageClass: nodes.storageClass,
-        targetAccessModes: ["ReadWriteOnce"],
-      })),
-    });
-    await driveToCompletion(migrations.runner, requestFor(dvm), {
-      maxSteps: 3_000,
-      maxDelayMs: 1_000,
+    const dvm = await createCutOver(name, namespace);
+    await migrations.drive(dvm, {
       each: async () => {
         const current = await readDvm(clusters.source, NODE_ADMIN_NAMESPACE, name);
         if (current.status.phase !== "RunRsyncOperations" || seenAtFinalSync.length > 0) return;
@@ -187,7 +170,8 @@ describe("a CutOver with spec.quiesce on real pods", () => {
     expect((await apps.readNamespacedDeployment({ namespace, name: "api" })).spec?.replicas).toBe(0);
     expect((await apps.readNamespacedStatefulSet({ namespace, name: "web" })).spec?.replicas).toBe(0);
     expect((await clusters.source.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace, name: "backup" })).spec?.suspend).toBe(true);
-    for (const claim of ["api-data", "data-web-0", "backup-data"]) await expectSameData(namespace, claim);
+    for (const claim of APP_CLAIMS)
+      await expectSameCopy(clusters, nodes, { namespace, claim, sourceFolder: await volumeFolder(clusters.source, nodes.source, namespace, claim) }, 0);
     console.info(
       `[figures] quiesce on real pods: ${JSON.stringify(done.status.quiescedApplications)}; at the final sync: ${seenAtFinalSync.join("; ")} (${finishedAtFinalSync} finished pods still listed)`,
     );
@@ -197,17 +181,7 @@ describe("a CutOver with spec.quiesce on real pods", () => {
     await startApps(namespace);
     const apps = clusters.source.makeApiClient(AppsV1Api);
     const name = `quiesce-crash-${run}`;
-    const dvm = await createDvm(clusters.source, NODE_ADMIN_NAMESPACE, name, {
-      ...migrations.toDestination,
-      runAsRoot: true,
-      migrationType: "CutOver",
-      persistentVolumeClaims: ["api-data", "data-web-0", "backup-data"].map((claim) => ({
-        name: claim,
-        namespace,
-        targetStorageClass: nodes.storageClass,
-        targetAccessModes: ["ReadWriteOnce"],
-      })),
-    });
+    const dvm = await createCutOver(name, namespace);
     const real = new DynamoPhaseLedger({ client: migrations.table.client, tableName: migrations.table.tableName });
     const runner = (options: { ledger?: PhaseLedger; leaseMs?: number; bodies?: Partial<Record<ExecutablePhaseName, PhaseBody>> }) =>
       new PhaseRunner({
@@ -258,12 +232,7 @@ describe("a CutOver with spec.quiesce on real pods", () => {
     expect((await apps.readNamespacedStatefulSet({ namespace, name: "web" })).spec?.replicas).toBe(1);
     expect((await clusters.source.makeApiClient(BatchV1Api).readNamespacedCronJob({ namespace, name: "backup" })).spec?.suspend).toBe(false);
     // The real controllers bring the pods back.
-    const core = clusters.source.makeApiClient(CoreV1Api);
-    await waitFor(
-      "the api and web pods Running again",
-      async () => (await core.listNamespacedPod({ namespace })).items.filter((p) => p.status?.phase === "Running").length === 3,
-      180_000,
-    );
+    await appPodsRunning(namespace, "the api and web pods Running again");
     console.info(
       `[figures] quiesce crash on real pods: QuiesceApplications attempts ${quiesce?.attempts}, takeovers ${quiesce?.takeovers}; restored ${JSON.stringify(recorded)}`,
     );

@@ -17,7 +17,6 @@ import { ensureNodeImages } from "../../infra/dev/local/nodes/images";
 import { ensureRelayImage, importRelayImage, type RelayImage } from "../../infra/dev/local/relayImage";
 import { deployRelay, InvokeRecorder, type RelayDeployment, repeatedPhases } from "../../infra/dev/local/relayPod";
 import { type ServerlessOffline, startServerlessOffline } from "../../infra/dev/local/serverlessOffline";
-import { waitFor } from "../../infra/dev/local/wait";
 import { ENV } from "../../src/config/environment";
 import { DEFAULT_ADMIN_NAMESPACES, DEFAULT_MIGRATION_POLICY } from "../../src/dvm/policy";
 import { policyEnv } from "../../src/dvm/policyConfig";
@@ -27,6 +26,7 @@ import { manifest, manifestDiff, writeDataset } from "../support/dataset";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable, testAwsAccess } from "../support/dynamo";
 import { createDvm, readDvm } from "../support/migration";
 import { createBoundPvc, ensureNamespace, testNodes, volumeFolder } from "../support/nodes";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const nodes = testNodes();
@@ -113,15 +113,18 @@ async function startMigration(name: string, claim: Record<string, unknown>): Pro
 /** Polls the DVM (the relay drives it, nothing here does) until it ends; returns it then. */
 async function ended(dvm: DirectVolumeMigration): Promise<DirectVolumeMigration> {
   let last = dvm;
-  await waitFor(
+  await found(
     `DVM ${dvm.metadata.name} driven to its end by the relay pods`,
     async () => {
       last = await readDvm(clusters.source, relay.dvmNamespace, dvm.metadata.name);
       return last.status?.phase === "Completed";
     },
-    480_000,
-    () => `phase ${last.status?.phase}, conditions ${JSON.stringify(last.status?.conditions)}`,
-    500,
+    {
+      timeoutMs: 480_000,
+      intervalMs: 500,
+      retryErrors: true,
+      context: () => `phase ${last.status?.phase}, conditions ${JSON.stringify(last.status?.conditions)}`,
+    },
   );
   return last;
 }
@@ -158,13 +161,13 @@ describe("the relay Deployment from infra/deploy/k8s on the source cluster", () 
     const { folder, claim } = await seeded("failover", 300 * MiB, 400);
     const dvm = await startMigration("failover", claim);
     // Mid-migration: once the transfer is underway (or past it), never at its end.
-    await waitFor(
+    await found(
       "the migration in its data phase",
       async () => {
         const phase = (await readDvm(clusters.source, relay.dvmNamespace, dvm.metadata.name)).status?.phase;
         return phase === "WaitForRsyncTransferPodsRunning" || phase === "RunRsyncOperations";
       },
-      300_000,
+      { timeoutMs: 300_000, intervalMs: 100, retryErrors: true },
     );
     const pods = await relay.pods();
     const leader = await relay.leader();

@@ -7,7 +7,7 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DynamoHandledEvents, HANDLED_EVENT_RETENTION_SECONDS } from "../../src/aws/ledger";
 import { scheduleRuns } from "../../src/cli/scheduleRuns";
 import type { DirectVolumeMigration } from "../../src/dvm/types";
@@ -17,22 +17,14 @@ import { parseSourceAllowList } from "../../src/events/sources";
 import { createTrigger } from "../../src/events/trigger";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { driveToCompletion, readDvm, requestFor } from "../support/migration";
-import { createBoundPvc, ensureNamespace, NODE_ADMIN_NAMESPACE, type NodeMigrations, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { readDvm } from "../support/migration";
+import { createBoundPvc, ensureNamespace, NODE_ADMIN_NAMESPACE, nodeMigrationsForFile, testNodes, volumeFolder } from "../support/nodes";
 
 const clusters = testClusters();
 const nodes = testNodes();
 const run = Date.now().toString(36);
 const MiB = 1024 * 1024;
-let migrations: NodeMigrations;
-
-beforeAll(async () => {
-  migrations = await startNodeMigrations(clusters, nodes, run);
-});
-
-afterAll(async () => {
-  await migrations?.stop();
-});
+const migrations = nodeMigrationsForFile(clusters, nodes, run);
 
 const deltaOf = (dvm: DirectVolumeMigration) =>
   (dvm.status.rsyncOperations ?? []).reduce((sum, op) => sum + (op.verification?.transferredFileSize ?? Number.NaN), 0);
@@ -76,7 +68,7 @@ describe("a schedule of stages on real pods", () => {
       expect([first.status, second.status].sort()).toEqual([200, 201]);
       const name = `nightly-20261203-${hour}0000`;
       const dvm = await readDvm(clusters.source, NODE_ADMIN_NAMESPACE, name);
-      await driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+      await migrations.drive(dvm);
       const done = await readDvm(clusters.source, NODE_ADMIN_NAMESPACE, name);
       expect(done.status.phase, JSON.stringify(done.status.errors)).toBe("Completed");
       expect(done.status.errors ?? []).toEqual([]);

@@ -7,10 +7,11 @@
  * hand, a PV and its bound PVC that the DVM adopts): the unprivileged daemon cannot enter it, and both
  * must end at the first attempt and say why.
  */
+
 import { mkdirSync, statSync } from "node:fs";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { writeDataset } from "../../infra/dev/local/demoData";
 import { DynamoHandledEvents, HANDLED_EVENT_RETENTION_SECONDS } from "../../src/aws/ledger/handledEventRecords";
 import { findCondition } from "../../src/dvm/conditions";
@@ -22,22 +23,14 @@ import { parseSourceAllowList } from "../../src/events/sources";
 import { createTrigger } from "../../src/events/trigger";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff } from "../support/dataset";
-import { createDvm, driveToCompletion, readDvm, requestFor, transferLeftovers } from "../support/migration";
-import { createBoundPvc, ensureNamespace, type NodeMigrations, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { createDvm, readDvm, transferLeftovers } from "../support/migration";
+import { createBoundPvc, ensureNamespace, nodeMigrationsForFile, testNodes, volumeFolder } from "../support/nodes";
 
 const clusters = testClusters();
 const nodes = testNodes();
 const run = Date.now().toString(36);
 const MiB = 1024 * 1024;
-let migrations: NodeMigrations;
-
-beforeAll(async () => {
-  migrations = await startNodeMigrations(clusters, nodes, run);
-});
-
-afterAll(async () => {
-  await migrations?.stop();
-});
+const migrations = nodeMigrationsForFile(clusters, nodes, run);
 
 /** A tenant namespace with a bound `data` PVC, filled by `fill`; returns the namespace. */
 async function tenant(prefix: string, fill: (folder: string) => void): Promise<string> {
@@ -89,7 +82,7 @@ async function plainRequest(namespace: string) {
       { name: "data", namespace, targetName: "data-copy", targetStorageClass: nodes.storageClass, targetAccessModes: ["ReadWriteOnce"] },
     ],
   });
-  await driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+  await migrations.drive(dvm);
   return readDvm(clusters.source, namespace, "copy");
 }
 
@@ -138,7 +131,7 @@ describe("a tenant's plain request on local-path, as a new user gets it", () => 
 
   async function byKubectl(namespace: string): Promise<DirectVolumeMigration> {
     const dvm = await createDvm(clusters.source, namespace, "copy", requestSpec(namespace));
-    await driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+    await migrations.drive(dvm);
     return readDvm(clusters.source, namespace, "copy");
   }
 
@@ -165,7 +158,7 @@ describe("a tenant's plain request on local-path, as a new user gets it", () => 
     expect(reply.status).toBe(201);
     const name = reply.status === 201 ? reply.body.migration.name : "";
     const dvm = await readDvm(clusters.source, namespace, name);
-    await driveToCompletion(migrations.runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 });
+    await migrations.drive(dvm);
     return readDvm(clusters.source, namespace, name);
   }
 

@@ -12,16 +12,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { quantityValue } from "../../src/dvm/quantity";
-import type { DirectVolumeMigration } from "../../src/dvm/types";
 import { rightSizedRequest } from "../../src/phases/targetSizing";
-import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
 import { manifest, manifestDiff, writeDataset } from "../support/dataset";
-import { dynamoEndpoint, type FreshTable } from "../support/dynamo";
-import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
-import { createBoundPvc, ensureNamespace, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { dynamoEndpoint } from "../support/dynamo";
+import { createDvm, readDvm } from "../support/migration";
+import { createBoundPvc, ensureNamespace, nodeMigrationsForFile, testNodes, volumeFolder } from "../support/nodes";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const clusters = testClusters();
@@ -30,23 +28,13 @@ const run = `t${Date.now().toString(36)}`;
 const ADMIN_NAMESPACE = "dvm-system";
 const MiB = 1024 * 1024;
 const CLIENT_SELECTOR = "dvm.migration.openshift.io/role=rsync-client";
-let table: FreshTable;
-let runner: PhaseRunner;
-
-beforeAll(async () => {
-  const migrations = await startNodeMigrations(clusters, nodes, run);
-  ({ runner, table } = migrations);
-});
-
-afterAll(async () => {
-  await table?.drop();
-});
+const migrations = nodeMigrationsForFile(clusters, nodes, run);
 
 const TO_DESTINATION = { destinationCluster: { kubeconfigSecretRef: { name: `destination-${run}` } }, endpointType: "NodePort", runAsRoot: true };
 const cliEnv = () => ({
   ...process.env,
   KUBECONFIG: clusters.info.source.kubeconfigPath,
-  LEDGER_TABLE_NAME: table.tableName,
+  LEDGER_TABLE_NAME: migrations.table.tableName,
   AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint()!.endpoint,
   AWS_ACCESS_KEY_ID: "dvmlocal",
   AWS_SECRET_ACCESS_KEY: "dvmlocal",
@@ -92,12 +80,6 @@ async function sourceVolume(namespace: string, name: string, fill: (folder: stri
   const folder = await volumeFolder(clusters.source, nodes.source, namespace, name);
   fill(folder);
   return { claim: { name, namespace, targetStorageClass: nodes.storageClass, targetAccessModes: ["ReadWriteOnce"] }, folder };
-}
-
-async function migrate(name: string, spec: Record<string, unknown>, during?: () => Promise<void>): Promise<DirectVolumeMigration> {
-  const dvm = await createDvm(clusters.source, ADMIN_NAMESPACE, name, spec);
-  await Promise.all([driveToCompletion(runner, requestFor(dvm), { maxSteps: 3_000, maxDelayMs: 1_000 }), during?.()]);
-  return readDvm(clusters.source, ADMIN_NAMESPACE, name);
 }
 
 async function expectSameData(claim: { namespace: string; name: string }, folder: string): Promise<void> {
@@ -190,7 +172,7 @@ describe("transfer options on real pods", () => {
     const namespace = `attack-${run}`;
     const { claim } = await sourceVolume(namespace, "data", (folder) => writeFileSync(join(folder, "f"), "x"));
     // Syntactically a long option, so the API server takes it; the operator's policy does not.
-    const dvm = await migrate(`attack-${run}`, {
+    const dvm = await migrations.migrate(`attack-${run}`, {
       ...TO_DESTINATION,
       persistentVolumeClaims: [claim],
       transfer: { extraOptions: ["--inplace", "--rsh=/bin/sh"] },
@@ -221,7 +203,7 @@ describe("transfer options on real pods", () => {
       // slow start of the command on a loaded machine cannot miss the transfer.
       const watcher = watchCommand(name);
       await watcher.firstLine;
-      await driveToCompletion(runner, requestFor(created), { maxSteps: 3_000, maxDelayMs: 1_000 });
+      await migrations.drive(created);
       const watchOutput = await watcher.output;
       const dvm = await readDvm(clusters.source, ADMIN_NAMESPACE, name);
       expect(dvm.status.phase).toBe("Completed");
@@ -269,7 +251,7 @@ describe("incremental stages on real pods", () => {
     const namespace = `stages-${run}`;
     const volume = await sourceVolume(namespace, "data", (folder) => writeDataset(folder, { bytes: 40 * MiB, files: 1_000, seed: 42 }));
     const spec = { ...TO_DESTINATION, persistentVolumeClaims: [volume.claim], migrationType: "Stage" };
-    const first = await migrate(`stage1-${run}`, spec);
+    const first = await migrations.migrate(`stage1-${run}`, spec);
     expect(first.status.phase).toBe("Completed");
     expect(first.status.itinerary).toBe("VolumeMigration");
     await expectSameData(volume.claim, volume.folder);
@@ -291,7 +273,7 @@ describe("incremental stages on real pods", () => {
       closeSync(fd);
     }
 
-    const second = await migrate(`stage2-${run}`, spec);
+    const second = await migrations.migrate(`stage2-${run}`, spec);
     expect(second.status.phase).toBe("Completed");
     const secondReport = second.status.rsyncOperations?.[0]?.verification;
     expect(secondReport).toMatchObject({ filesTransferred: changed.length, filesFailed: 0, checksumMismatches: 0 });
@@ -304,7 +286,7 @@ describe("incremental stages on real pods", () => {
     await expectSameData(volume.claim, volume.folder);
 
     // The application is quiesced; the cut-over is the last pass, with checksums: nothing left to send.
-    const cutOver = await migrate(`cutover-${run}`, { ...spec, migrationType: "CutOver", transfer: { verify: true } });
+    const cutOver = await migrations.migrate(`cutover-${run}`, { ...spec, migrationType: "CutOver", transfer: { verify: true } });
     expect(cutOver.status.phase).toBe("Completed");
     expect(cutOver.status.rsyncOperations?.[0]?.verification).toMatchObject({ filesTransferred: 0, checksumVerified: true, checksumMismatches: 0 });
     await expectSameData(volume.claim, volume.folder);
@@ -315,7 +297,11 @@ describe("right-sized targets on real pods", () => {
   it("a right-sized destination PVC requests the used size plus headroom, not the source's capacity", async () => {
     const namespace = `sized-${run}`;
     const volume = await sourceVolume(namespace, "data", (folder) => writeDataset(folder, { bytes: 20 * MiB, files: 200, seed: 7 }));
-    const dvm = await migrate(`sized-${run}`, { ...TO_DESTINATION, persistentVolumeClaims: [volume.claim], rightSizeTargets: { headroomPercent: 50 } });
+    const dvm = await migrations.migrate(`sized-${run}`, {
+      ...TO_DESTINATION,
+      persistentVolumeClaims: [volume.claim],
+      rightSizeTargets: { headroomPercent: 50 },
+    });
     expect(dvm.status.phase).toBe("Completed");
     expect(dvm.status.itinerary).toBe("VolumeMigration");
     const fileBytes = Object.values(await manifest(volume.folder))

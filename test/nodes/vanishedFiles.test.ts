@@ -12,7 +12,6 @@
 import { closeSync, openSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../infra/dev/local/wait";
 import { CONDITION, findCondition } from "../../src/dvm/conditions";
 import type { PhaseRunner } from "../../src/runner/runner";
 import { testClusters } from "../support/clusters";
@@ -20,6 +19,7 @@ import { manifest, manifestDiff } from "../support/dataset";
 import type { FreshTable } from "../support/dynamo";
 import { createDvm, driveToCompletion, readDvm, requestFor } from "../support/migration";
 import { createBoundPvc, ensureNamespace, NODE_ADMIN_NAMESPACE, startNodeMigrations, testNodes, volumeFolder } from "../support/nodes";
+import { found } from "../support/poll";
 
 const clusters = testClusters();
 const nodes = testNodes();
@@ -85,15 +85,13 @@ describe("rsync exit 24 on real pods", () => {
       driveToCompletion(runner, requestFor(first), { maxSteps: 3_000, maxDelayMs: 1_000 }),
       (async () => {
         // The app's part: once rsync is inside the large file, the scratch files after it go away.
-        await waitFor(
+        await found(
           "part of the large file on the destination",
           async () => {
             const folder = await volumeFolder(clusters.destination, nodes.destination, namespace, "app").catch(() => undefined);
             return folder !== undefined && partialTransferIn(folder, 8 * MiB);
           },
-          300_000,
-          () => "",
-          50,
+          { timeoutMs: 300_000, intervalMs: 50, retryErrors: true },
         );
         for (const name of doomed) rmSync(join(source, name));
         deleted = true;

@@ -89,13 +89,3 @@ export function errorText(error: unknown): string {
   const body = typeof e.body === "string" ? e.body : JSON.stringify(e.body);
   return `${e.message ?? String(error)} ${body ?? ""}`.trim();
 }
-
-export async function poll<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

@@ -6,16 +6,21 @@
 
 import { readFileSync } from "node:fs";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, StorageV1Api, Watch } from "@kubernetes/client-node";
+import { createPhaseRunner, type PhaseRunnerConfig } from "../../src/aws/phaseRunner";
 import { LABEL } from "../../src/contracts/labels";
 import type { ReconcileRequest, RunResult } from "../../src/contracts/request";
+import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../src/dvm/itinerary";
 import { DEFAULT_MIGRATION_POLICY, type MigrationPolicy } from "../../src/dvm/policy";
 import { type DirectVolumeMigration, DVM_API_VERSION, DVM_GROUP, DVM_KIND, DVM_PLURAL, DVM_VERSION } from "../../src/dvm/types";
 import { toDvm } from "../../src/kube/dvmStore";
 import { KubeCluster } from "../../src/kube/kubeCluster";
 import { KINDS } from "../../src/kube/objects";
+import { PHASE_BODIES } from "../../src/phases";
 import { transferSelector } from "../../src/phases/names";
+import type { PhaseBody } from "../../src/phases/types";
 import type { PhaseRunner } from "../../src/runner/runner";
 import type { TestClusters } from "./clusters";
+import type { FreshTable } from "./dynamo";
 
 /**
  * The harness's operator policy: the fixture's DVMs live in `dvm-<run>` and move PVCs across namespaces,
@@ -115,6 +120,36 @@ export async function readDvm(kc: KubeConfig, namespace: string, name: string): 
 export function requestFor(dvm: DirectVolumeMigration): ReconcileRequest {
   const { uid, namespace, name, generation, resourceVersion } = dvm.metadata;
   return { uid, namespace, name, generation, resourceVersion };
+}
+
+/**
+ * The real runner on the test clusters (the source hosts the DVMs) and `table`, with the tests' operator
+ * policy and a 30 s lease; `config` adds to it or overrides it.
+ */
+export function testPhaseRunner(clusters: TestClusters, table: FreshTable, config: Partial<PhaseRunnerConfig> = {}): PhaseRunner {
+  return createPhaseRunner({
+    hostKubeConfig: clusters.source,
+    ledgerTableName: table.tableName,
+    dynamo: table.client,
+    leaseMs: 30_000,
+    policy: TEST_MIGRATION_POLICY,
+    ...config,
+  });
+}
+
+export interface CountedBodies {
+  bodies: Record<ExecutablePhaseName, PhaseBody>;
+  /** How often each phase's body was entered. */
+  entered: Map<string, number>;
+}
+
+/** The real phase bodies, counting how often each is entered (the side-effect-free part of the count). */
+export function countedBodies(): CountedBodies {
+  const entered = new Map<string, number>();
+  const bodies = Object.fromEntries(
+    EXECUTABLE_PHASES.map((phase) => [phase, (ctx: Parameters<PhaseBody>[0]) => (entered.set(phase, (entered.get(phase) ?? 0) + 1), PHASE_BODIES[phase](ctx))]),
+  ) as unknown as CountedBodies["bodies"];
+  return { bodies, entered };
 }
 
 /**

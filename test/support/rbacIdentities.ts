@@ -10,7 +10,8 @@ import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Kubernetes
 import { stringify } from "yaml";
 import { DVM_GROUP, DVM_PLURAL, DVM_VERSION, DVMP_PLURAL } from "../../src/dvm/types";
 import type { TestClusters } from "./clusters";
-import { clone, ignoreExists, ignoreMissing, K8S_DIR, type Manifest, manifests, poll } from "./manifests";
+import { clone, ignoreExists, ignoreMissing, K8S_DIR, type Manifest, manifests } from "./manifests";
+import { found } from "./poll";
 
 /** The relay's Lease, the one name its Role lets it read and update (infra/deploy/k8s/relay-config.yaml). */
 export const RELAY_LEASE = "dvm-relay";
@@ -129,7 +130,11 @@ export async function allowed(
 }
 
 async function untilAllowed(kc: KubeConfig, attributes: Parameters<typeof allowed>[1]): Promise<void> {
-  await poll(`RBAC to allow ${attributes.verb} ${attributes.resource}`, async () => ((await allowed(kc, attributes)) ? true : undefined));
+  await found(`RBAC to allow ${attributes.verb} ${attributes.resource}`, () => allowed(kc, attributes), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    retryErrors: true,
+  });
 }
 
 /**

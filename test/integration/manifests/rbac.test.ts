@@ -27,14 +27,17 @@ import type { PhaseRunner } from "../../../src/runner/runner";
 import { testClusters } from "../../support/clusters";
 import { dynamoEndpoint, type FreshTable, freshLedgerTable } from "../../support/dynamo";
 import { InProcessTransport } from "../../support/inProcessTransport";
-import { ignoreExists, type Manifest, poll, statusCode } from "../../support/manifests";
+import { ignoreExists, type Manifest, statusCode } from "../../support/manifests";
 import { createDvm, createMigrationFixture, driveToCompletion, readDvm, requestFor, TEST_MIGRATION_POLICY } from "../../support/migration";
+import { found } from "../../support/poll";
 import { allowed, createRestrictedIdentities, type Identity, RELAY_LEASE, type RestrictedIdentities } from "../../support/rbacIdentities";
 import { missing, otherEnvironment } from "../../support/requirements";
 
 const clusters = testClusters();
 const run = `m${Date.now().toString(36)}`;
 const testNamespace = `rbac-${run}`;
+/** A wait polls every 100 ms for 30 s, through errors (a watch cache warming up). */
+const WAIT = { timeoutMs: 30_000, intervalMs: 100, retryErrors: true };
 
 let identities: RestrictedIdentities;
 let phaseFunctions: Identity;
@@ -225,10 +228,14 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
     });
     relay.start();
     try {
-      await poll("the relay to be ready with every watch open", async () => {
-        const stats = relay.stats();
-        return relay.ready() && stats.watches.every((w) => w.synced && w.connected) ? stats : undefined;
-      });
+      await found(
+        "the relay to be ready with every watch open",
+        async () => {
+          const stats = relay.stats();
+          return relay.ready() && stats.watches.every((w) => w.synced && w.connected) ? stats : undefined;
+        },
+        WAIT,
+      );
       const admin = clusters.source.makeApiClient(CustomObjectsApi);
       const created = (await admin.createNamespacedCustomObject({
         group: DVM_GROUP,
@@ -244,7 +251,7 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
       })) as { metadata: { uid: string } };
       const { uid } = created.metadata;
       const reasons = () => requests.filter((r) => r.uid === uid).map((r) => r.reason ?? "");
-      await poll("a forward of the new DVM", async () => (reasons().length > 0 ? true : undefined));
+      await found("a forward of the new DVM", async () => (reasons().length > 0 ? true : undefined), WAIT);
 
       // Owned objects drive their DVM: a progress record on the host, a pod on the destination.
       await admin.createNamespacedCustomObject({
@@ -254,7 +261,7 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
         plural: DVMP_PLURAL,
         body: { apiVersion: DVM_API_VERSION, kind: DVMP_KIND, metadata: { name: "relay-rbac", labels: { [LABEL.dvmUid]: uid } }, spec: { pvcName: "data" } },
       });
-      await poll("a forward for the progress record", async () => (reasons().some((r) => r.startsWith("progress ")) ? true : undefined));
+      await found("a forward for the progress record", async () => (reasons().some((r) => r.startsWith("progress ")) ? true : undefined), WAIT);
       await clusters.destination.makeApiClient(CoreV1Api).createNamespacedPod({
         namespace: testNamespace,
         // A transfer pod's labels: the relay watches those only.
@@ -263,8 +270,10 @@ describe("the RBAC in infra/deploy/k8s is enough for the code", () => {
           spec: { containers: [{ name: "c", image: "example.invalid/rsync:latest" }] },
         },
       });
-      await poll("a forward for the destination pod", async () =>
-        reasons().some((r) => r.startsWith("pod ") && r.endsWith("@destination")) ? true : undefined,
+      await found(
+        "a forward for the destination pod",
+        async () => (reasons().some((r) => r.startsWith("pod ") && r.endsWith("@destination")) ? true : undefined),
+        WAIT,
       );
 
       // No list or watch was refused anywhere. (Other errors are the server's to have: right after a

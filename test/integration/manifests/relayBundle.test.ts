@@ -13,8 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findFreePort } from "../../../infra/dev/local/ports";
 import { testClusters } from "../../support/clusters";
 import { startLambdaStandIn } from "../../support/lambdaStandIn";
-import { poll, ROOT } from "../../support/manifests";
+import { ROOT } from "../../support/manifests";
 import { createDvm } from "../../support/migration";
+import { found } from "../../support/poll";
 import { createRestrictedIdentities, type Identity, RELAY_LEASE, type RestrictedIdentities } from "../../support/rbacIdentities";
 
 const clusters = testClusters();
@@ -37,6 +38,8 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
   let child: ChildProcess | undefined;
   let lambda: Awaited<ReturnType<typeof startLambdaStandIn>> | undefined;
   let output = "";
+  /** A wait polls every 100 ms for 30 s, through errors (the relay not listening yet); a timeout shows its output. */
+  const WAIT = { timeoutMs: 30_000, intervalMs: 100, retryErrors: true, context: () => output };
 
   afterAll(async () => {
     if (child && child.exitCode === null) child.kill("SIGKILL");
@@ -86,29 +89,29 @@ describe("the relay bundle (dist/relay/relay.mjs)", () => {
     };
 
     const health = `http://127.0.0.1:${healthPort}`;
-    const ready = await poll(
+    const ready = await found(
       "the bundle's /readyz",
       async () => {
         alive();
         const response = await fetch(`${health}/readyz`);
         return response.status === 200 ? ((await response.json()) as { status: string; role: string }) : undefined;
       },
-      60_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${output}`);
-    });
+      { ...WAIT, timeoutMs: 60_000 },
+    );
     expect(ready).toMatchObject({ status: "ready", role: "leader" });
     expect((await fetch(`${health}/healthz`)).status).toBe(200);
 
     const dvm = await createDvm(clusters.source, testNamespace, "bundle", {
       persistentVolumeClaims: [{ name: "data", namespace: testNamespace, targetStorageClass: "standard", targetAccessModes: ["ReadWriteOnce"] }],
     });
-    const invocation = await poll("an Invoke call for the new DVM", async () => {
-      alive();
-      return lambda!.invocations.find((i) => i.payload.uid === dvm.metadata.uid);
-    }).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${output}`);
-    });
+    const invocation = await found(
+      "an Invoke call for the new DVM",
+      async () => {
+        alive();
+        return lambda!.invocations.find((i) => i.payload.uid === dvm.metadata.uid);
+      },
+      WAIT,
+    );
     expect(invocation).toMatchObject({
       functionName,
       invocationType: "Event",

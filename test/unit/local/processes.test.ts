@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 
 const PROCESSES = join(__dirname, "../../../infra/dev/local/processes.ts");
 
@@ -36,7 +36,7 @@ setInterval(() => {}, 1000);
   const program = spawn(process.execPath, ["--import", "tsx", script], { stdio: ["ignore", "pipe", "inherit"] });
   let output = "";
   program.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  for (let i = 0; i < 200 && !output.includes("pid "); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  await vi.waitFor(() => expect(output).toContain("pid "), { timeout: 10_000, interval: 50 });
   const sleepPid = Number(/pid (\d+)/.exec(output)?.[1]);
   program.kill("SIGINT");
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => program.once("exit", (_code, sig) => resolve(sig)));

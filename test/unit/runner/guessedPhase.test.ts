@@ -6,7 +6,7 @@
  * In-memory stand-ins (pure logic), as in runner.test.ts.
  */
 
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { ReconcileRequest } from "../../../src/contracts/request";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName } from "../../../src/dvm/itinerary";
 import type { DvmSpec } from "../../../src/dvm/types";
@@ -166,7 +166,7 @@ describe("PhaseRunner with a guessed phase", () => {
     // The read after the claim is held; meanwhile the DVM is deleted and its deletion tries to finish.
     beforeRead = () => held;
     const running = r.run(requestAt("CleanStaleRsyncResources"));
-    for (let i = 0; i < 100 && reads === 0; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    await vi.waitFor(() => expect(reads).toBeGreaterThan(0), { timeout: 100, interval: 1 });
     beforeRead = async () => {};
     store.markDeleted();
     const deletion = await continueDeletion({ store, ledger, clusters: resolver, clock, log: silentLogger }, store.current());

@@ -4,7 +4,7 @@
  * test/integration.
  */
 
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { ReconcileRequest } from "../../../src/contracts/request";
 import { findCondition } from "../../../src/dvm/conditions";
 import { EXECUTABLE_PHASES, type ExecutablePhaseName, ITINERARIES, type PhaseName } from "../../../src/dvm/itinerary";
@@ -97,8 +97,7 @@ describe("PhaseRunner", () => {
       writeFinalizers: (dvm, finalizers) => store.writeFinalizers(dvm, finalizers),
     };
     const running = new PhaseRunner({ store: gated, ledger, clusters: resolver, bodies, clock, leaseMs: 60_000 }).run(request);
-    for (let i = 0; i < 100 && reads < 2; i++) await new Promise((resolve) => setTimeout(resolve, 1));
-    expect(reads).toBe(2);
+    await vi.waitFor(() => expect(reads).toBe(2), { timeout: 100, interval: 1 });
     expect(resolves).toBe(1);
     expect(executions.get("Started")).toBeUndefined();
     release();

@@ -62,9 +62,9 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
     "Size each new destination PVC from its source's measured usage plus headroomPercent, instead of the source's capacity; the decision is recorded in status.targetSizes.",
   "spec.quiesce":
     "CutOver: before the final sync, scale to zero the Deployments, StatefulSets and ReplicaSets whose pods mount a source PVC and suspend such CronJobs (each records what it had in an annotation); restored if the migration fails or is cancelled, left quiesced on success. Rollback: restore what the CutOver quiesced once the data is back. Default true for both; refused for a Stage.",
-  status: "Written by the controller only (the status subresource); fields it does not declare are kept.",
+  status:
+    "Written by the controller only (the status subresource). Declared: what the printer columns read and the bounded lists; every other field is kept unchecked, and the controller reads it with its own schema.",
   "status.step": 'Position in the itinerary, e.g. "3/18".',
   "status.selectedPersistentVolumeClaims": "What spec.persistentVolumeClaimSelector selected, fixed by the first phase.",
   "status.quiescedApplications": `What spec.quiesce scaled down or suspended, with what each had (at most ${MAX_QUIESCED_APPLICATIONS}).`,
-  "status.progress": "All volumes together: bytes so far, total, percent, rate, time left.",
 };

@@ -19,7 +19,17 @@ import { NO_RELAY_METRICS, type RelayMetricsHooks } from "./metrics";
 import { type DvmProgress, dvmProgressOf, type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
 import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
-import { followUpAfter, forwardDelay, type LastForward, needsForwarding, type ReportedPhase, recordForward, requestPhase } from "./schedule";
+import {
+  followUpAfter,
+  forwardDelay,
+  type LastForward,
+  needsForwarding,
+  podMilestone,
+  type ReportedPhase,
+  recordForward,
+  requestPhase,
+  type TriggerContext,
+} from "./schedule";
 import type { RelayTransport } from "./transport";
 
 /** A cluster whose labelled pods drive their DVM (a source or destination other than the host). */
@@ -292,7 +302,8 @@ export class Relay {
     const uid = ownerUidOf(object);
     // Only DVMs the relay knows are forwarded: a pod of a finished or foreign migration is noise.
     if (!uid || !this.live.has(uid)) return;
-    this.trigger(uid, `${kind} ${objectKey(object)} ${type.toLowerCase()}@${cluster}`, kind === "pod");
+    const pod = kind === "pod";
+    this.trigger(uid, `${kind} ${objectKey(object)} ${type.toLowerCase()}@${cluster}`, { podChange: pod, podMilestone: pod && podMilestone(type, object) });
   }
 
   /** Owned-object events may have been missed while the watch was expired: every live DVM gets a look. */
@@ -329,10 +340,10 @@ export class Relay {
    * Enqueues `uid` now, or when its spacing since the last forward has passed (src/relay/schedule.ts
    * forwardDelay): the phase's requeue delay, or the short one for a pod change in a wait phase.
    */
-  private trigger(uid: string, reason: string, podChange = false): void {
+  private trigger(uid: string, reason: string, pod: Pick<TriggerContext, "podChange" | "podMilestone"> = {}): void {
     const entry = this.live.get(uid);
     if (!entry || this.stopping) return;
-    const delay = forwardDelay(this.clock.now(), entry.dvm, entry.lastForward, { podChange, pollMs: this.pollMs });
+    const delay = forwardDelay(this.clock.now(), entry.dvm, entry.lastForward, { ...pod, pollMs: this.pollMs });
     this.metrics.triggered(this.queue.has(uid));
     if (delay === 0) this.queue.add(uid, reason);
     else this.queue.addAfter(uid, reason, delay);

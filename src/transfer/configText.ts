@@ -82,3 +82,14 @@ export function shellQuote(word: string): string {
   if (/^[A-Za-z0-9_./:=@%+,-]+$/.test(word)) return word;
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
+
+/**
+ * How often a transfer pod's own script checks a condition inside its pod (the stunnel sidecar listening,
+ * the rsync container's done-file). Both sit on the transfer's critical path: a 1 s poll put up to a
+ * second before the first byte (bench/firstByte.ts) and another after the last one, before the pod could
+ * end.
+ */
+export const IN_POD_POLL_SECONDS = 0.1;
+
+/** A POSIX sh sleep of IN_POD_POLL_SECONDS; an image whose sleep takes whole seconds only falls back to 1 instead of spinning. */
+export const IN_POD_POLL_SLEEP = `sleep ${IN_POD_POLL_SECONDS} 2>/dev/null || sleep 1`;

@@ -3,7 +3,7 @@
  * the wrapper script the client pod runs. The password never appears here: rsync reads it from the
  * RSYNC_PASSWORD environment variable, which the pod fills from a Secret.
  */
-import { absolutePath, configValue, hostName, hostPort, shellQuote, TransferConfigError, tcpPort } from "./configText";
+import { absolutePath, configValue, hostName, hostPort, IN_POD_POLL_SLEEP, shellQuote, TransferConfigError, tcpPort } from "./configText";
 
 /** rsync reads the daemon password from this variable when no --password-file is given. */
 export const RSYNC_PASSWORD_ENV = "RSYNC_PASSWORD";
@@ -224,8 +224,6 @@ export interface RsyncClientScriptOptions {
 }
 
 export const RSYNC_CLIENT_DEFAULT_WAIT_SECONDS = 120;
-/** How often the client container checks whether the stunnel sidecar listens yet. */
-export const STUNNEL_WAIT_POLL_SECONDS = 0.1;
 
 /**
  * The client container's bash script: wait for the local stunnel port, run rsync, write the done-file
@@ -260,10 +258,8 @@ export function clientScript(options: RsyncClientScriptOptions): string {
     `    echo "stunnel client did not listen on ${hostPort(waitHost, waitPort)} within ${waitSeconds}s" >&2`,
     `    exit ${STUNNEL_WAIT_TIMEOUT_EXIT_CODE}`,
     "  fi",
-    // The sidecar starts with this container and listens within a few hundred ms: a 1 s poll put up to
-    // a second between the pod's start and the transfer's first byte (bench/firstByte.ts). An image whose
-    // sleep takes whole seconds only falls back to 1.
-    `  sleep ${STUNNEL_WAIT_POLL_SECONDS} 2>/dev/null || sleep 1`,
+    // The sidecar starts with this container and listens within a few hundred ms.
+    `  ${IN_POD_POLL_SLEEP}`,
     "done",
     `${command} 2>"$error_file" &`,
     "rsync_pid=$!",

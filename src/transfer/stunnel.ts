@@ -16,6 +16,7 @@ import {
   hostName,
   stunnelHostPort as hostPort,
   hostPort as httpHostPort,
+  IN_POD_POLL_SLEEP,
   isIpAddress,
   shellQuote as q,
   renderSettings,
@@ -200,19 +201,17 @@ function render(options: StunnelCommonOptions, endpoint: ReadonlyArray<readonly 
  * without this the client pod would never complete. It also stops when stunnel dies, with stunnel's
  * exit code, so a broken tunnel shows as a failed container.
  */
-export function stunnelSidecarScript(options: { configPath: string; doneFile: string; stunnelBinary?: string; pollSeconds?: number }): string {
+export function stunnelSidecarScript(options: { configPath: string; doneFile: string; stunnelBinary?: string }): string {
   const configPath = absolutePath("configPath", options.configPath);
   const doneFile = absolutePath("doneFile", options.doneFile);
   const binary = configValue("stunnelBinary", options.stunnelBinary ?? "stunnel");
-  const poll = options.pollSeconds ?? 1;
-  if (!(poll > 0)) throw new TransferConfigError("pollSeconds", "must be positive");
   return [
     `${q(binary)} ${q(configPath)} &`,
     "stunnel_pid=$!",
     "trap 'kill -TERM \"$stunnel_pid\" 2>/dev/null' TERM INT",
     `while [ ! -e ${q(doneFile)} ]; do`,
     '  if ! kill -0 "$stunnel_pid" 2>/dev/null; then wait "$stunnel_pid"; exit $?; fi',
-    `  sleep ${poll}`,
+    `  ${IN_POD_POLL_SLEEP}`,
     "done",
     'kill -TERM "$stunnel_pid" 2>/dev/null',
     'wait "$stunnel_pid" 2>/dev/null',

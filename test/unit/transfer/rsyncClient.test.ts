@@ -4,7 +4,8 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { clientScript, rsyncClientArgs, STUNNEL_WAIT_POLL_SECONDS, STUNNEL_WAIT_TIMEOUT_EXIT_CODE } from "../../../src/transfer/rsyncClient";
+import { IN_POD_POLL_SECONDS } from "../../../src/transfer/configText";
+import { clientScript, rsyncClientArgs, STUNNEL_WAIT_TIMEOUT_EXIT_CODE } from "../../../src/transfer/rsyncClient";
 
 const base = { sourcePath: "/mnt/source", module: "pvc-0123456789abcdef", user: "dvm", port: 6443 };
 
@@ -211,8 +212,8 @@ describe("clientScript", () => {
   }
 
   it("checks for the stunnel sidecar every tenth of a second, not every second (the first byte waited up to 1 s for it)", async () => {
-    expect(await sleepsAsked("fraction", false)).toEqual([String(STUNNEL_WAIT_POLL_SECONDS)]);
-    expect(STUNNEL_WAIT_POLL_SECONDS).toBeLessThan(1);
+    expect(await sleepsAsked("fraction", false)).toEqual([String(IN_POD_POLL_SECONDS)]);
+    expect(IN_POD_POLL_SECONDS).toBeLessThan(1);
   });
 
   it("falls back to whole seconds where sleep takes no fraction, instead of spinning", async () => {

@@ -17,6 +17,7 @@ import { jsonLogger, type Logger } from "../lib/log";
 import { ListWatch, type ListWatchStats, type WatchEventType } from "./listWatch";
 import { NO_RELAY_METRICS, type RelayMetricsHooks } from "./metrics";
 import { type DvmProgress, dvmProgressOf, type ObservedDvm, objectKey, ownerUidOf, parseObservedDvm } from "./observed";
+import { PodPhases } from "./podPhases";
 import { DEFAULT_CONCURRENCY, WorkQueue } from "./queue";
 import { dvmLister, dvmPath, OWNED_SELECTOR, POD_PATH, podVersionLister, progressPath, progressVersionLister, TRANSFER_POD_SELECTOR } from "./resources";
 import {
@@ -24,7 +25,6 @@ import {
   forwardDelay,
   type LastForward,
   needsForwarding,
-  podMilestone,
   type ReportedPhase,
   recordForward,
   requestPhase,
@@ -123,6 +123,8 @@ interface LiveDvm {
    * on its way). A guess either way: the function decides from its own read.
    */
   reported?: ReportedPhase;
+  /** The phase each of its pods was last seen in: which pod change is a milestone. */
+  pods: PodPhases;
 }
 
 export class Relay {
@@ -302,8 +304,10 @@ export class Relay {
     const uid = ownerUidOf(object);
     // Only DVMs the relay knows are forwarded: a pod of a finished or foreign migration is noise.
     if (!uid || !this.live.has(uid)) return;
+    const key = objectKey(object);
     const pod = kind === "pod";
-    this.trigger(uid, `${kind} ${objectKey(object)} ${type.toLowerCase()}@${cluster}`, { podChange: pod, podMilestone: pod && podMilestone(type, object) });
+    const milestone = pod && this.live.get(uid)!.pods.observe(`${cluster}/${key}`, type, object);
+    this.trigger(uid, `${kind} ${key} ${type.toLowerCase()}@${cluster}`, { podChange: pod, podMilestone: milestone });
   }
 
   /** Owned-object events may have been missed while the watch was expired: every live DVM gets a look. */
@@ -333,7 +337,7 @@ export class Relay {
     this.metrics.dvmObserved(dvm, progress);
     const entry = this.live.get(dvm.uid);
     if (entry) entry.dvm = dvm;
-    else this.live.set(dvm.uid, { dvm, failures: 0 });
+    else this.live.set(dvm.uid, { dvm, failures: 0, pods: new PodPhases() });
   }
 
   /**

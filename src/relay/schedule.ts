@@ -82,34 +82,9 @@ export function repeatIntervalMs(phase: string | undefined, inARow: number, poll
  */
 export const POD_CHANGE_SPACING_MS = FAST_REQUEUE_MS;
 
-/**
- * The longest a pod milestone (podMilestone) waits behind earlier forwards of the same wait phase. The
- * doubling spacing above grows while a pod starts (a real kubelet writes its status five or six times
- * before Running): without this cap a client pod's Succeeded at the end of a long transfer was held to
- * the poll, and the data phase ended on it. A tenant's pods in a milestone phase, changed without end,
- * forward the DVM at most this often.
- */
-export const POD_MILESTONE_SPACING_CAP_MS = 1_000;
-
 /** The spacing of the next pod-driven forward in a wait phase, after `earlyInARow` early ones. */
-export function podChangeIntervalMs(earlyInARow: number, pollMs: number = POLL_REQUEUE_MS, milestone = false): number {
-  const doubled = Math.min(pollMs, POD_CHANGE_SPACING_MS * 2 ** Math.min(Math.max(0, earlyInARow), 20));
-  return milestone ? Math.min(doubled, POD_MILESTONE_SPACING_CAP_MS) : doubled;
-}
-
-/** The pod phases a wait waits for: Running (the transfer pods up), Succeeded or Failed (a client pod done). */
-const MILESTONE_POD_PHASES: ReadonlySet<string> = new Set(["Running", "Succeeded", "Failed"]);
-
-/**
- * Whether a pod watch event is one a wait phase may be waiting for: the pod gone, or in a phase a wait
- * ends on. Other changes (scheduling, container states while Pending, labels) are what a starting pod or
- * a tenant's relabelled pod produces in numbers, and keep the doubling spacing. From the event alone:
- * the relay keeps no per-pod memory.
- */
-export function podMilestone(type: string, pod: unknown): boolean {
-  if (type === "DELETED") return true;
-  const status = (pod as { status?: { phase?: unknown } } | null)?.status;
-  return typeof status?.phase === "string" && MILESTONE_POD_PHASES.has(status.phase);
+export function podChangeIntervalMs(earlyInARow: number, pollMs: number = POLL_REQUEUE_MS): number {
+  return Math.min(pollMs, POD_CHANGE_SPACING_MS * 2 ** Math.min(Math.max(0, earlyInARow), 20));
 }
 
 /** The record of a forward that starts `now` at `key`, counting on from the previous one. */
@@ -123,7 +98,7 @@ export function recordForward(key: ForwardKey, previous: LastForward | undefined
 export interface TriggerContext {
   /** A change of a pod the migration owns (on any watched cluster). */
   podChange?: boolean;
-  /** That change is a milestone (podMilestone): its spacing is capped at POD_MILESTONE_SPACING_CAP_MS. */
+  /** That change is a milestone (src/relay/podPhases.ts): it goes after POD_CHANGE_SPACING_MS, never doubled. */
   podMilestone?: boolean;
   /** The poll delay of a wait phase; default the itinerary's POLL_REQUEUE_MS. */
   pollMs?: number;
@@ -132,8 +107,8 @@ export interface TriggerContext {
 /**
  * How long to hold a trigger (DVM event, owned pod or progress record event, resync) before forwarding.
  * A new phase or generation is progress (or a new spec) and goes at once. So does, after
- * POD_CHANGE_SPACING_MS (doubling while early forwards follow each other), a pod change in a wait phase:
- * it is what the wait waits for. Anything else,
+ * POD_CHANGE_SPACING_MS (doubling while early forwards follow each other, never for a pod milestone), a
+ * pod change in a wait phase: it is what the wait waits for. Anything else,
  * typically a status-only change or a progress record that the function itself wrote while waiting,
  * waits until the key's spacing (repeatIntervalMs) has passed since the last forward. After a failed
  * attempt every trigger waits for the function's own retry delay. Keying on resourceVersion instead would
@@ -141,12 +116,14 @@ export interface TriggerContext {
  */
 export function forwardDelay(now: number, current: ForwardKey, last: LastForward | undefined, context: TriggerContext = {}): number {
   if (!last || !sameForwardKey(current, last)) return 0;
-  const spacing =
-    context.podChange && isWaitPhase(current.phase)
-      ? podChangeIntervalMs(last.earlyInARow ?? 0, context.pollMs, context.podMilestone)
-      : repeatIntervalMs(current.phase, last.inARow ?? 1, context.pollMs);
-  const until = Math.max(last.at + spacing, last.notBefore ?? 0);
+  const until = Math.max(last.at + spacingMs(current, last, context), last.notBefore ?? 0);
   return Math.max(0, until - now);
+}
+
+/** The spacing forwardDelay keeps after the last forward at the same key. */
+function spacingMs(current: ForwardKey, last: LastForward, context: TriggerContext): number {
+  if (!context.podChange || !isWaitPhase(current.phase)) return repeatIntervalMs(current.phase, last.inARow ?? 1, context.pollMs);
+  return context.podMilestone ? POD_CHANGE_SPACING_MS : podChangeIntervalMs(last.earlyInARow ?? 0, context.pollMs);
 }
 
 export type FollowUp =

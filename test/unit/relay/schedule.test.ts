@@ -18,9 +18,7 @@ import {
   minForwardIntervalMs,
   needsForwarding,
   POD_CHANGE_SPACING_MS,
-  POD_MILESTONE_SPACING_CAP_MS,
   podChangeIntervalMs,
-  podMilestone,
   recordForward,
   repeatIntervalMs,
   requestPhase,
@@ -112,35 +110,16 @@ describe("forwardDelay: no hot loop, no lost progress", () => {
     expect(recordForward({ phase: FAST_PHASE, generation: 1 }, last, 30_001)).toEqual({ phase: FAST_PHASE, generation: 1, at: 30_001, inARow: 1 });
   });
 
-  it("forwards a pod milestone within a second however long the start-up storm before it: the data phase ends on its client pod, not on the poll", () => {
+  it("forwards a pod milestone after the fast delay however long the start-up storm before it: the data phase ends on its client pod, not on the poll", () => {
     // A real kubelet writes a starting pod's status five or six times before Running: each early forward
     // doubled the spacing, and the client pod's Succeeded at the end of the transfer waited for the poll.
     const pollMs = 600_000;
     const key = { phase: WAIT_PHASE, generation: 1 };
     const stormed: LastForward = { ...key, at: 10_000, inARow: 7, earlyInARow: 6 };
     expect(forwardDelay(10_000, key, stormed, { podChange: true, pollMs })).toBe(POD_CHANGE_SPACING_MS * 2 ** 6);
-    expect(forwardDelay(10_000, key, stormed, { podChange: true, podMilestone: true, pollMs })).toBe(POD_MILESTONE_SPACING_CAP_MS);
-    expect(forwardDelay(10_000 + POD_MILESTONE_SPACING_CAP_MS, key, stormed, { podChange: true, podMilestone: true, pollMs })).toBe(0);
-    // Before the doubling reaches the cap a milestone goes as soon as any pod change would.
-    expect(podChangeIntervalMs(1, pollMs, true)).toBe(podChangeIntervalMs(1, pollMs));
-    // Milestones changed without end (a tenant's Running pod relabelled) forward at most once a second.
-    let last: LastForward | undefined = recordForward(key, undefined, 0, pollMs);
-    let forwards = 1;
-    for (let now = 10; now <= 30_000; now += 10) {
-      if (forwardDelay(now, key, last, { podChange: true, podMilestone: true, pollMs }) > 0) continue;
-      forwards += 1;
-      last = recordForward(key, last, now, pollMs);
-    }
-    expect(forwards).toBeLessThanOrEqual(5 + 30);
-  });
-
-  it("reads a pod milestone from the watch event alone: gone, Running, Succeeded or Failed", () => {
-    expect(podMilestone("DELETED", { status: { phase: "Pending" } })).toBe(true);
-    for (const phase of ["Running", "Succeeded", "Failed"]) expect(podMilestone("MODIFIED", { status: { phase } })).toBe(true);
-    expect(podMilestone("MODIFIED", { status: { phase: "Pending" } })).toBe(false);
-    expect(podMilestone("ADDED", { status: {} })).toBe(false);
-    expect(podMilestone("MODIFIED", { status: { phase: 7 } })).toBe(false);
-    expect(podMilestone("MODIFIED", null)).toBe(false);
+    expect(forwardDelay(10_000, key, stormed, { podChange: true, podMilestone: true, pollMs })).toBe(POD_CHANGE_SPACING_MS);
+    // A failed attempt's retry delay holds a milestone too.
+    expect(forwardDelay(10_000, key, { ...stormed, notBefore: 15_000 }, { podChange: true, podMilestone: true, pollMs })).toBe(5_000);
   });
 
   it("holds events until the function's retry delay after a failed attempt (its backoff or the API server's Retry-After)", () => {

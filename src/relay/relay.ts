@@ -302,11 +302,12 @@ export class Relay {
 
   private onOwnedEvent(cluster: string, kind: string, type: WatchEventType, object: unknown): void {
     const uid = ownerUidOf(object);
+    const entry = uid === undefined ? undefined : this.live.get(uid);
     // Only DVMs the relay knows are forwarded: a pod of a finished or foreign migration is noise.
-    if (!uid || !this.live.has(uid)) return;
+    if (!uid || !entry) return;
     const key = objectKey(object);
     const pod = kind === "pod";
-    const milestone = pod && this.live.get(uid)!.pods.observe(`${cluster}/${key}`, type, object);
+    const milestone = pod && entry.pods.observe(`${cluster}/${key}`, type, object);
     this.trigger(uid, `${kind} ${key} ${type.toLowerCase()}@${cluster}`, { podChange: pod, podMilestone: milestone });
   }
 

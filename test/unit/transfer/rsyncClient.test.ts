@@ -1,11 +1,12 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { IN_POD_POLL_SECONDS } from "../../../src/transfer/configText";
 import { clientScript, rsyncClientArgs, STUNNEL_WAIT_TIMEOUT_EXIT_CODE } from "../../../src/transfer/rsyncClient";
+import { recordingSleep } from "../../support/recordingSleep";
 
 const base = { sourcePath: "/mnt/source", module: "pvc-0123456789abcdef", user: "dvm", port: 6443 };
 
@@ -189,16 +190,9 @@ describe("clientScript", () => {
     expect(existsSync(done)).toBe(true);
   });
 
-  /**
-   * A stand-in `sleep` first on the PATH that records what it was asked and returns at once (refusing
-   * fractions when `wholeSecondsOnly`); nothing listens, so the script polls until waitSeconds.
-   */
+  /** What the client script asks `sleep` for (test/support/recordingSleep.ts); nothing listens, so it polls until waitSeconds. */
   async function sleepsAsked(name: string, wholeSecondsOnly: boolean): Promise<string[]> {
-    const bin = join(dir, `bin-${name}`);
-    const record = join(dir, `sleeps-${name}`);
-    mkdirSync(bin);
-    writeFileSync(join(bin, "sleep"), `#!/bin/sh\n${wholeSecondsOnly ? 'case "$1" in *.*) exit 1;; esac\n' : ""}echo "$1" >> ${record}\n`);
-    chmodSync(join(bin, "sleep"), 0o755);
+    const sleep = recordingSleep(dir, name, { wholeSecondsOnly });
     const script = clientScript({
       args: ["x"],
       rsyncBinary: fakeRsync(0),
@@ -207,8 +201,8 @@ describe("clientScript", () => {
       doneFile: join(dir, `done-${name}`),
       errorFile: join(dir, `err-${name}`),
     });
-    expect(await run(script, bin)).toBe(STUNNEL_WAIT_TIMEOUT_EXIT_CODE);
-    return [...new Set(readFileSync(record, "utf8").trim().split("\n"))];
+    expect(await run(script, sleep.bin)).toBe(STUNNEL_WAIT_TIMEOUT_EXIT_CODE);
+    return sleep.asked();
   }
 
   it("checks for the stunnel sidecar every tenth of a second, not every second (the first byte waited up to 1 s for it)", async () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
@@ -8,6 +8,7 @@ import { generateTransferPki, type TransferPki } from "../../../src/transfer/cer
 import { IN_POD_POLL_SECONDS } from "../../../src/transfer/configText";
 import { clientTransferSecretData } from "../../../src/transfer/secrets";
 import { ProxyCredentials, stunnelClientConfig, stunnelServerConfig, stunnelSidecarScript } from "../../../src/transfer/stunnel";
+import { recordingSleep } from "../../support/recordingSleep";
 
 const files = { certPath: "/etc/dvm-transfer/tls.crt", keyPath: "/etc/dvm-transfer/tls.key", caPath: "/etc/dvm-transfer/ca.crt" };
 
@@ -236,25 +237,17 @@ describe("stunnelSidecarScript", () => {
   it("looks for the done-file every tenth of a second, not every second (the client pod's end waited up to 1 s for it)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "dvm-sidecar-"));
     try {
-      // A stunnel that runs until stopped, and a sleep that records what it was asked and, the first
-      // time, plays the rsync container writing the done-file.
+      // A stunnel that runs until stopped, and a sleep that records what it was asked and plays the
+      // rsync container writing the done-file.
       const stunnel = join(dir, "stunnel");
       writeFileSync(stunnel, "#!/bin/sh\nexec /bin/sleep 30\n");
-      const bin = join(dir, "bin");
-      mkdirSync(bin);
+      chmodSync(stunnel, 0o755);
       const done = join(dir, "done");
-      writeFileSync(
-        join(bin, "sleep"),
-        `#!/bin/sh
-echo "$1" >> ${join(dir, "sleeps")}
-touch ${done}
-`,
-      );
-      for (const file of [stunnel, join(bin, "sleep")]) chmodSync(file, 0o755);
+      const sleep = recordingSleep(dir, "sidecar", { alsoRun: `touch ${done}` });
       const script = stunnelSidecarScript({ configPath: join(dir, "stunnel.conf"), doneFile: done, stunnelBinary: stunnel });
-      const exit = spawnSync("/bin/sh", ["-c", script], { env: { PATH: `${bin}:${process.env.PATH ?? ""}` }, timeout: 20_000 });
+      const exit = spawnSync("/bin/sh", ["-c", script], { env: { PATH: `${sleep.bin}:${process.env.PATH ?? ""}` }, timeout: 20_000 });
       expect(exit.status).toBe(0);
-      expect(readFileSync(join(dir, "sleeps"), "utf8").trim().split("\n")).toEqual([String(IN_POD_POLL_SECONDS)]);
+      expect(sleep.asked()).toEqual([String(IN_POD_POLL_SECONDS)]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
